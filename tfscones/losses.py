@@ -1,0 +1,392 @@
+"""Keras losses for the three output heads: SCONES, Fenchel-Young entmax, and cross-entropy.
+
+Every loss takes logits `[..., vocab]` and integer targets `[...]`: sequences (`[batch, length,
+vocab]` with `[batch, length]`) or classification (`[batch, classes]` with `[batch]`). In sequences,
+positions whose target is `pad_id` (default 0) are masked, and the loss is the sum over the other
+tokens divided by their number (the `weights.sum()` of the SCONES JAX listing, seed 001 Fig. 10).
+Classification labels (rank-1 targets) are never masked: there, 0 is a class like any other.
+
+All losses compute in float32 whatever the logits' dtype (mixed precision included).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from tfscones import activations
+from tfscones.data.vocab_ids import PAD_ID
+
+
+def validate_label_smoothing(label_smoothing: float) -> float:
+    """Checks that a label smoothing factor lies in [0, 1].
+
+    Args:
+        label_smoothing: The smoothing factor (λ of SCONES eq. 11-12, ε of entmax eq. 10).
+
+    Returns:
+        The factor as a Python float.
+
+    Raises:
+        ValueError: If it lies outside [0, 1].
+    """
+    label_smoothing = float(label_smoothing)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must lie in [0, 1] (got {label_smoothing}).")
+    return label_smoothing
+
+
+def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:
+    """Validates and converts loss inputs to int32 ids and float32 logits.
+
+    Args:
+        y_true: Target ids, shape `logits.shape[:-1]`; Keras may hand them over as floats, which
+            must then hold whole numbers.
+        y_pred: Logits `[..., vocab]`.
+
+    Returns:
+        `(ids, logits)` as int32 and float32 tensors.
+
+    Raises:
+        ValueError: If the shapes do not match or the targets have a non-numeric dtype.
+        tf.errors.InvalidArgumentError: When the graph runs, if a target is not a whole number
+            or lies outside [0, vocab_size).
+    """
+    logits = tf.convert_to_tensor(y_pred)
+    logits = tf.cast(logits, tf.float32) if logits.dtype != tf.float32 else logits
+    targets = _squeeze_label_axis(tf.convert_to_tensor(y_true), logits.shape.rank)
+    expected = logits.shape[:-1]
+    if not targets.shape.is_compatible_with(expected):
+        raise ValueError(
+            f"targets of shape {targets.shape} do not match logits of shape {logits.shape}: "
+            f"targets must have the logits' shape without the vocabulary axis, {expected}."
+        )
+    if targets.dtype.is_floating:
+        whole = tf.reduce_all(tf.equal(targets, tf.round(targets)))
+        with tf.control_dependencies(
+            [tf.debugging.Assert(whole, ["targets must be integer token ids; got non-integer"])]
+        ):
+            targets = tf.identity(targets)
+    elif not targets.dtype.is_integer:
+        raise ValueError(f"targets must be integer token ids (got dtype {targets.dtype.name}).")
+    targets = tf.cast(targets, tf.int32)
+    vocab_size = tf.shape(logits, out_type=tf.int32)[-1]
+    in_range = tf.reduce_all((targets >= 0) & (targets < vocab_size))
+    message = "target ids must lie in [0, vocab_size); vocab_size ="
+    with tf.control_dependencies([tf.debugging.Assert(in_range, [message, vocab_size])]):
+        return tf.identity(targets), logits
+
+
+def _squeeze_label_axis(targets: tf.Tensor, logits_rank: int | None) -> tf.Tensor:
+    """Drops a trailing length-1 axis from targets given with the logits' rank ([B, 1] labels)."""
+    if targets.shape.rank is not None and targets.shape.rank == logits_rank:
+        if targets.shape[-1] == 1:
+            return tf.squeeze(targets, axis=-1)
+    return targets
+
+
+class _TokenLoss(keras.losses.Loss):
+    """Base: validates inputs, computes a per-token loss, averages it over non-pad tokens.
+
+    The default reduction, `"mean_with_sample_weight"`, divides the weighted sum by the sum of
+    the weights; the pad mask of sequence targets is folded into those weights, so the result is
+    Σ_tokens loss · w / Σ_tokens w over non-pad tokens (w = 1 without sample weights).
+    """
+
+    def __init__(self, label_smoothing: float = 0.0, pad_id: int | None = PAD_ID, **kwargs):
+        kwargs.setdefault("dtype", "float32")
+        kwargs.setdefault("reduction", "mean_with_sample_weight")
+        super().__init__(**kwargs)
+        self.label_smoothing = validate_label_smoothing(label_smoothing)
+        self.pad_id = None if pad_id is None else int(pad_id)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        token_weights = self.token_weights(y_true, y_pred)
+        if token_weights is not None and sample_weight is not None:
+            sample_weight = tf.cast(tf.convert_to_tensor(sample_weight), tf.float32)
+            while sample_weight.shape.rank < token_weights.shape.rank:
+                sample_weight = sample_weight[..., tf.newaxis]
+            token_weights = token_weights * sample_weight
+        if token_weights is not None:
+            sample_weight = token_weights
+        return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+
+    def token_weights(self, y_true, y_pred) -> tf.Tensor | None:
+        """1.0 for real tokens and 0.0 for pads of sequence targets; None when nothing is masked."""
+        targets = _squeeze_label_axis(tf.convert_to_tensor(y_true), len(y_pred.shape))
+        if self.pad_id is None or targets.shape.rank is None or targets.shape.rank < 2:
+            return None
+        return tf.cast(tf.not_equal(targets, tf.cast(self.pad_id, targets.dtype)), tf.float32)
+
+    def call(self, y_true, y_pred):
+        targets, logits = token_ids_and_logits(y_true, y_pred)
+        return self.per_token_loss(targets, logits)
+
+    def per_token_loss(self, targets: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+        """Unmasked loss of every position: int32 targets `[...]`, float32 logits `[..., V]`."""
+        raise NotImplementedError
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(label_smoothing=self.label_smoothing, pad_id=self.pad_id)
+        return config
+
+
+def _scones_terms_and_exp(gold_onehot, logits, label_smoothing):
+    """L+ and L- per token (eq. 11-12 in softplus form) and exp(-|z|), reused for σ(z)."""
+    exp_minus_abs = tf.exp(-tf.abs(logits))
+    softplus = tf.nn.relu(logits) + tf.math.log1p(exp_minus_abs)
+    all_negative = tf.reduce_sum(softplus - label_smoothing * logits, axis=-1)
+    gold_logit = tf.reduce_sum(gold_onehot * logits, axis=-1)
+    gold_softplus = tf.reduce_sum(gold_onehot * softplus, axis=-1)
+    positive = gold_softplus - (1.0 - label_smoothing) * gold_logit
+    negative = all_negative - gold_softplus + label_smoothing * gold_logit
+    return positive, negative, exp_minus_abs
+
+
+def scones_terms(
+    targets: tf.Tensor, logits: tf.Tensor, label_smoothing: float = 0.0
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """The positive and negative SCONES terms per token (eq. 7-8, with label smoothing eq. 11-12).
+
+    With sp = softplus, -log σ(z) = sp(-z) = sp(z) - z and -log(1 - σ(z)) = sp(z), so
+
+        L+ = (1-λ) sp(-z_y) + λ sp(z_y)           = sp(z_y) - (1-λ) z_y
+        L- = Σ_{w≠y} (1-λ) sp(z_w) + λ sp(-z_w)   = Σ_{w≠y} sp(z_w) - λ z_w
+
+    One softplus pass over the vocabulary suffices, and it is exact for any |z| (no 1e-30 clamp
+    as in the JAX listing of seed 001, Fig. 10).
+
+    Args:
+        targets: int32 gold ids `[...]`.
+        logits: float32 logits `[..., V]`.
+        label_smoothing: λ in [0, 1].
+
+    Returns:
+        `(L+, L-)`, float32 tensors `[...]`.
+    """
+    gold_onehot = tf.one_hot(targets, tf.shape(logits)[-1], dtype=logits.dtype)
+    positive, negative, _ = _scones_terms_and_exp(gold_onehot, logits, label_smoothing)
+    return positive, negative
+
+
+def scones_token_loss(
+    targets: tf.Tensor, logits: tf.Tensor, alpha: float = 1.0, label_smoothing: float = 0.0
+) -> tf.Tensor:
+    """Per-token SCONES loss L+ + α L- (eq. 6), with the terms of `scones_terms`.
+
+    The gradient, ∂L/∂z_w = α(σ(z_w) - λ) for w ≠ y and σ(z_y) - (1-λ) at the gold token, is
+    formed in the forward pass from the same exp(-|z|) and kept instead of the activations.
+
+    Args:
+        targets: int32 gold ids `[...]`.
+        logits: float32 logits `[..., V]`.
+        alpha: The scaling factor α > 0 of the negative term.
+        label_smoothing: λ in [0, 1].
+
+    Returns:
+        float32 per-token losses `[...]`.
+    """
+    gold_onehot = tf.one_hot(targets, tf.shape(logits)[-1], dtype=logits.dtype)
+
+    @tf.custom_gradient
+    def loss_and_gradient(z):
+        positive, negative, exp_minus_abs = _scones_terms_and_exp(gold_onehot, z, label_smoothing)
+        sigmoid = tf.where(z >= 0, 1.0, exp_minus_abs) / (1.0 + exp_minus_abs)
+        gradient = alpha * (sigmoid - label_smoothing) + gold_onehot * (
+            (1.0 - alpha) * sigmoid - (1.0 - label_smoothing) + alpha * label_smoothing
+        )
+
+        def grad(upstream):
+            return upstream[..., tf.newaxis] * gradient
+
+        return positive + alpha * negative, grad
+
+    return loss_and_gradient(logits)
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class SconesLoss(_TokenLoss):
+    """The SCONES loss for sigmoid output heads (Stahlberg & Kumar 2022, eq. 5-8, 11-12).
+
+    Each vocabulary entry is its own binary classifier: the gold token is pushed up (L+), all
+    others down (L-), weighted by α. Small α lets several tokens score high at once.
+
+    Args:
+        alpha: Weight α > 0 of the negative term L- (the paper tunes α ∈ [0.2, 1]).
+        label_smoothing: λ in [0, 1] (eq. 11-12); the paper uses 0.
+        pad_id: Target id masked out of sequence losses; None masks nothing.
+        **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
+
+    Example:
+    >>> model.compile(optimizer="adam", loss=SconesLoss(alpha=0.5))  # doctest: +SKIP
+    """
+
+    def __init__(self, alpha: float = 1.0, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
+        kwargs.setdefault("name", "scones_loss")
+        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
+        alpha = float(alpha)
+        if not alpha > 0.0:
+            raise ValueError(f"SCONES alpha must be > 0 (got {alpha}); the paper uses 0.2 to 1.")
+        self.alpha = alpha
+
+    def per_token_loss(self, targets, logits):
+        return scones_token_loss(targets, logits, self.alpha, self.label_smoothing)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha}
+
+
+def tsallis_entropy(probabilities: tf.Tensor, alpha: float) -> tf.Tensor:
+    """Tsallis α-entropy H_α(p) = (1 - Σ_j p_j^α) / (α(α - 1)) over the last axis (seed 004, eq. 6).
+
+    Args:
+        probabilities: Distributions on the last axis.
+        alpha: α > 1.
+
+    Returns:
+        The entropies, one per distribution.
+    """
+    powered = tf.where(
+        probabilities > 0, tf.pow(probabilities, alpha), tf.zeros_like(probabilities)
+    )
+    return (1.0 - tf.reduce_sum(powered, axis=-1)) / (alpha * (alpha - 1.0))
+
+
+def _smoothed_target_entropy(vocab_size: tf.Tensor, alpha: float, epsilon: float) -> tf.Tensor:
+    """H_α of q = (1-ε) e_y + ε/|V| (the smoothed target of seed 004, eq. 10), in closed form."""
+    vocab_size = tf.cast(vocab_size, tf.float32)
+    uniform = epsilon / vocab_size
+    power_sum = tf.pow(1.0 - epsilon + uniform, alpha) + (vocab_size - 1.0) * tf.pow(uniform, alpha)
+    return (1.0 - power_sum) / (alpha * (alpha - 1.0))
+
+
+def entmax_token_loss(
+    targets: tf.Tensor,
+    logits: tf.Tensor,
+    alpha: float = 1.5,
+    label_smoothing: float = 0.0,
+    n_iter: int = 50,
+) -> tf.Tensor:
+    """Per-token Fenchel-Young α-entmax loss with Fenchel-Young label smoothing.
+
+    L(z; q) = (p* - q)·z + H_α(p*) - H_α(q) with p* = entmax_α(z) (seed 004, eq. 7 with the
+    Tsallis regulariser of eq. 6), and q = (1-ε) e_y + ε/|V| (eq. 10). Its gradient is p* - q
+    (eq. 9, 13); p* is held constant so autodiff yields exactly that, by Danskin's theorem,
+    without differentiating the mapping.
+
+    Args:
+        targets: int32 gold ids `[...]`.
+        logits: float32 logits `[..., V]`.
+        alpha: Entmax α > 1 (2 is sparsemax).
+        label_smoothing: ε in [0, 1].
+        n_iter: Bisection steps for α ∉ {1.5, 2}.
+
+    Returns:
+        float32 per-token losses `[...]`, non-negative.
+    """
+    probabilities = tf.stop_gradient(activations.entmax_forward(logits, alpha, n_iter))
+    gold_logit = tf.gather(logits, targets[..., tf.newaxis], batch_dims=targets.shape.rank)[..., 0]
+    target_dot_logits = (1.0 - label_smoothing) * gold_logit
+    if label_smoothing > 0.0:
+        target_dot_logits += label_smoothing * tf.reduce_mean(logits, axis=-1)
+    target_entropy = _smoothed_target_entropy(tf.shape(logits)[-1], alpha, label_smoothing)
+    return (
+        tf.reduce_sum(probabilities * logits, axis=-1)
+        - target_dot_logits
+        + tsallis_entropy(probabilities, alpha)
+        - target_entropy
+    )
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class EntmaxLoss(_TokenLoss):
+    """Fenchel-Young α-entmax loss for entmax heads (Peters & Martins 2021, eq. 7, 10-13).
+
+    Args:
+        alpha: Entmax α > 1 (1.5 by default; 2 is sparsemax).
+        label_smoothing: Fenchel-Young label smoothing ε in [0, 1] (eq. 10).
+        n_iter: Bisection steps for α other than 1.5 and 2.
+        pad_id: Target id masked out of sequence losses; None masks nothing.
+        **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
+
+    Example:
+    >>> loss = EntmaxLoss(alpha=1.5, label_smoothing=0.1)
+    >>> model.compile(optimizer="adam", loss=loss)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        alpha: float = 1.5,
+        label_smoothing: float = 0.0,
+        n_iter: int = 50,
+        pad_id=PAD_ID,
+        **kwargs,
+    ):
+        kwargs.setdefault("name", "entmax_loss")
+        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
+        self.alpha = activations.validate_entmax_alpha(alpha)
+        self.n_iter = int(n_iter)
+
+    def per_token_loss(self, targets, logits):
+        return entmax_token_loss(targets, logits, self.alpha, self.label_smoothing, self.n_iter)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha, "n_iter": self.n_iter}
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class SparsemaxLoss(EntmaxLoss):
+    """Fenchel-Young sparsemax loss: `EntmaxLoss` with α = 2.
+
+    Args:
+        label_smoothing: Fenchel-Young label smoothing ε in [0, 1].
+        pad_id: Target id masked out of sequence losses; None masks nothing.
+        **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
+    """
+
+    def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
+        kwargs.pop("alpha", None)
+        kwargs.pop("n_iter", None)
+        kwargs.setdefault("name", "sparsemax_loss")
+        super().__init__(alpha=2.0, label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
+
+
+def cross_entropy_token_loss(
+    targets: tf.Tensor, logits: tf.Tensor, label_smoothing: float = 0.0
+) -> tf.Tensor:
+    """Per-token softmax cross-entropy against q = (1-ε) e_y + ε/|V|.
+
+    -Σ_w q_w log softmax(z)_w = (1-ε)(lse(z) - z_y) + ε (lse(z) - mean(z)).
+
+    Args:
+        targets: int32 gold ids `[...]`.
+        logits: float32 logits `[..., V]`.
+        label_smoothing: ε in [0, 1].
+
+    Returns:
+        float32 per-token losses `[...]`.
+    """
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+    if label_smoothing > 0.0:
+        uniform_term = tf.reduce_logsumexp(logits, axis=-1) - tf.reduce_mean(logits, axis=-1)
+        loss = (1.0 - label_smoothing) * loss + label_smoothing * uniform_term
+    return loss
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class SequenceCrossEntropy(_TokenLoss):
+    """Softmax cross-entropy with label smoothing: the baseline, masked like the other losses.
+
+    Args:
+        label_smoothing: ε in [0, 1]; the target is (1-ε) e_y + ε/|V|.
+        pad_id: Target id masked out of sequence losses; None masks nothing.
+        **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
+    """
+
+    def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
+        kwargs.setdefault("name", "sequence_cross_entropy")
+        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
+
+    def per_token_loss(self, targets, logits):
+        return cross_entropy_token_loss(targets, logits, self.label_smoothing)

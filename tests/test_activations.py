@@ -102,17 +102,28 @@ def test_gradient_is_zero_outside_the_support_and_sums_to_zero():
     np.testing.assert_allclose(gradient.sum(), 0.0, atol=1e-6)
 
 
-@pytest.mark.parametrize("mapping", [activations.sparsemax, activations.entmax15])
-def test_partial_sort_equals_full_sort_with_and_without_fallback(mapping):
-    peaked = random_logits((6, 300), scale=5.0, seed=5)  # small supports: partial path suffices
-    flat = random_logits((6, 300), scale=0.01, seed=6)  # supports exceed k: full-sort fallback
-    for logits in (peaked, flat):
-        partial = mapping(logits, top_k=16)
+@pytest.mark.parametrize(
+    "mapping, scales",
+    [
+        (activations.sparsemax, (5.0, 0.1, 0.01)),
+        (activations.entmax15, (5.0, 0.5, 0.05)),
+        (lambda z, top_k: activations.entmax_bisect(z, 1.25, top_k=top_k), (30.0, 3.0, 0.01)),
+    ],
+    ids=["sparsemax", "entmax15", "bisect-1.25"],
+)
+def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
+    # top_k = 8 on 300 logits tries the 8 largest, then the 64 largest, then all 300; the
+    # scales give supports that fit in 8, fit in 64 but not 8, and exceed 64.
+    assert activations.partial_sort_sizes(8, 300) == [8, 64]
+    support_bounds = [(0, 8), (8, 64), (64, 301)]
+    for scale, (low, high) in zip(scales, support_bounds, strict=True):
+        logits = random_logits((6, 300), scale=scale, seed=5)
         full = mapping(logits, top_k=None)
+        supports = (full.numpy() > 0).sum(-1)
+        assert supports.max() >= low and supports.max() < high
+        partial = mapping(logits, top_k=8)
         np.testing.assert_allclose(partial, full, atol=1e-6)
         np.testing.assert_allclose(partial.numpy().sum(-1), 1.0, atol=1e-5)
-    assert (mapping(peaked, top_k=None).numpy() > 0).sum(-1).max() < 16
-    assert (mapping(flat, top_k=None).numpy() > 0).sum(-1).min() > 16
 
 
 @pytest.mark.parametrize("mapping", [activations.sparsemax, activations.entmax15])

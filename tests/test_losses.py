@@ -273,3 +273,27 @@ def test_a_tiny_model_trains_and_survives_saving(loss, tmp_path):
         model.evaluate(inputs, targets, verbose=0),
         rtol=1e-5,
     )
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 1.25])
+@pytest.mark.parametrize("scale", [10.0, 0.01], ids=["partial-sort", "full-fallback"])
+def test_entmax_loss_on_long_vocabularies_equals_the_definition(alpha, scale):
+    logits = tf.constant(np.random.default_rng(3).normal(size=(2, 3, 300)) * scale, tf.float32)
+    targets = np.array([[5, 7, 0], [299, 1, 2]])
+    smoothing = 0.1
+    p = entmax_bisect(logits, alpha, n_iter=80, top_k=None).numpy().astype(np.float64)
+    q = np.full(p.shape, smoothing / 300)
+    np.put_along_axis(q, targets[..., None], 1 - smoothing + smoothing / 300, axis=-1)
+
+    def tsallis(distribution):
+        return (1 - (distribution**alpha).sum(-1)) / (alpha * (alpha - 1))
+
+    z = logits.numpy().astype(np.float64)
+    per_token = ((p - q) * z).sum(-1) + tsallis(p) - tsallis(q)
+    loss = losses.EntmaxLoss(alpha=alpha, label_smoothing=smoothing, n_iter=80)
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        value = loss(targets, logits)
+    np.testing.assert_allclose(value, per_token[targets != 0].mean(), rtol=1e-4, atol=1e-5)
+    expected_gradient = (p - q) * (targets != 0)[..., None] / (targets != 0).sum()
+    np.testing.assert_allclose(tape.gradient(value, logits), expected_gradient, atol=1e-6)

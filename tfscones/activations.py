@@ -15,10 +15,10 @@ bfloat16 inputs are upcast, and the result is cast back), and have closed-form g
 
 so no gradient ever flows through the sort or the bisection loop.
 
-Sorting the full vocabulary is the costly step. When the last axis is longer than `top_k`, the
-thresholds are first computed from the `top_k` largest logits only (`tf.math.top_k`); this is exact
-whenever every row's support is smaller than `top_k`, and the whole batch falls back to a full sort
-otherwise.
+Sorting (or bisecting over) the full vocabulary is the costly step. When the last axis is longer
+than `top_k`, the thresholds are first computed from the `top_k` largest logits only
+(`tf.math.top_k`); this is exact whenever every row's support is smaller than `top_k`, and the
+whole batch falls back to all logits otherwise.
 """
 
 from __future__ import annotations
@@ -58,14 +58,11 @@ def _as_float32(logits: tf.Tensor) -> tf.Tensor:
     return tf.cast(logits, tf.float32) if logits.dtype != tf.float32 else logits
 
 
-def _sorted_descending(logits: tf.Tensor, k: int | None) -> tf.Tensor:
-    """The `k` largest values of each row, largest first (all of them when k is None)."""
-    if k is None:
-        return tf.sort(logits, axis=-1, direction="DESCENDING")
-    return tf.math.top_k(logits, k=k, sorted=True).values
+def _is_sort_based(alpha: float) -> bool:
+    return alpha in (1.5, 2.0)
 
 
-def _sparsemax_threshold_from_sorted(z_sorted: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+def _sparsemax_threshold(z_sorted: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """Sparsemax threshold τ and support size from descending-sorted logits.
 
     The support is {j : 1 + j z_(j) > Σ_{i≤j} z_(i)} (Martins & Astudillo 2016, eq. 5-6) and
@@ -79,37 +76,156 @@ def _sparsemax_threshold_from_sorted(z_sorted: tf.Tensor) -> tuple[tf.Tensor, tf
     return tau / tf.cast(support_size, z_sorted.dtype), support_size
 
 
-def _entmax15_threshold_from_sorted(z_sorted: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """Entmax-1.5 threshold τ and support size from descending-sorted halved logits.
+def _entmax15_threshold(halved_sorted: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Entmax-1.5 threshold τ and support size from descending-sorted halved logits z/2.
 
     Exact sort-based algorithm of Peters et al. (2019, Alg. 2): for each candidate support size
-    k, τ_k = mean_k - sqrt((1 - k·var_k) / k) solves Σ_{i≤k} (z_(i) - τ)² = 1, and the support is
-    the largest k with τ_k ≤ z_(k).
+    k, τ_k = mean_k - sqrt((1 - k·var_k) / k) solves Σ_{i≤k} (z_(i)/2 - τ)² = 1, and the support
+    is the largest k with τ_k ≤ z_(k)/2. Computed relative to the largest value for precision.
     """
-    ranks = tf.range(1, tf.shape(z_sorted)[-1] + 1, dtype=z_sorted.dtype)
-    mean = tf.cumsum(z_sorted, axis=-1) / ranks
-    mean_of_squares = tf.cumsum(tf.square(z_sorted), axis=-1) / ranks
+    shift = halved_sorted[..., :1]
+    shifted = halved_sorted - shift
+    ranks = tf.range(1, tf.shape(shifted)[-1] + 1, dtype=shifted.dtype)
+    mean = tf.cumsum(shifted, axis=-1) / ranks
+    mean_of_squares = tf.cumsum(tf.square(shifted), axis=-1) / ranks
     scaled_variance = ranks * (mean_of_squares - tf.square(mean))
     delta = tf.nn.relu((1.0 - scaled_variance) / ranks)
     tau_candidates = mean - tf.sqrt(delta)
-    support_size = tf.reduce_sum(
-        tf.cast(tau_candidates <= z_sorted, tf.int32), axis=-1, keepdims=True
-    )
-    tau = tf.gather(tau_candidates, support_size - 1, batch_dims=z_sorted.shape.rank - 1)
+    support_size = tf.reduce_sum(tf.cast(tau_candidates <= shifted, tf.int32), -1, keepdims=True)
+    tau = tf.gather(tau_candidates, support_size - 1, batch_dims=shifted.shape.rank - 1)
+    return tau + shift, support_size
+
+
+def _bisection_threshold(scaled: tf.Tensor, alpha: float, n_iter: int):
+    """α-entmax threshold by bisection on x = (α - 1) z (any order), and the support size.
+
+    With d values, τ lies in [max(x) - 1, max(x) - (1/d)^(α-1)]: the first bound gives the
+    largest entry probability 1, the second gives every entry at most 1/d. `n_iter` halvings of
+    that bracket locate τ (the entmax package's algorithm, Blondel et al. 2019); the loop stops
+    earlier once halving no longer changes τ in float32.
+    """
+    exponent = 1.0 / (alpha - 1.0)
+    num_values = tf.cast(tf.shape(scaled)[-1], scaled.dtype)
+    tau_low = tf.reduce_max(scaled, axis=-1, keepdims=True) - 1.0
+    width = tf.broadcast_to(1.0 - tf.pow(1.0 / num_values, alpha - 1.0), tf.shape(tau_low))
+
+    def bisection_step(step, tau_low, width):
+        width = 0.5 * width
+        tau_mid = tau_low + width
+        mass = tf.reduce_sum(tf.pow(tf.nn.relu(scaled - tau_mid), exponent), -1, keepdims=True)
+        return step + 1, tf.where(mass >= 1.0, tau_mid, tau_low), width
+
+    def can_progress(step, tau_low, width):
+        return (step < n_iter) & tf.reduce_any(tau_low + 0.5 * width != tau_low)
+
+    _, tau, _ = tf.while_loop(can_progress, bisection_step, (tf.constant(0), tau_low, width))
+    support_size = tf.reduce_sum(tf.cast(scaled > tau, tf.int32), axis=-1, keepdims=True)
     return tau, support_size
 
 
-def _threshold_with_partial_sort(logits, threshold_from_sorted, top_k):
-    """Threshold from the `top_k` largest logits, or from a full sort when a support fills them."""
-    vocab_size = logits.shape[-1]
-    if top_k is None or vocab_size is None or vocab_size <= top_k:
-        return threshold_from_sorted(_sorted_descending(logits, None))[0]
-    tau, support_size = threshold_from_sorted(_sorted_descending(logits, top_k))
-    return tf.cond(
-        tf.reduce_all(support_size < top_k),
-        lambda: tau,
-        lambda: threshold_from_sorted(_sorted_descending(logits, None))[0],
+def _threshold(values: tf.Tensor, alpha: float, n_iter: int):
+    """τ (on the scale of (α - 1) z) and support size from values sorted largest first."""
+    if alpha == 2.0:
+        return _sparsemax_threshold(values)
+    if alpha == 1.5:
+        return _entmax15_threshold(0.5 * values)
+    return _bisection_threshold((alpha - 1.0) * values, alpha, n_iter)
+
+
+def _unnormalised_from_threshold(logits, tau, alpha):
+    shifted = tf.nn.relu((alpha - 1.0) * logits - tau)
+    if alpha == 2.0:
+        return shifted
+    if alpha == 1.5:
+        return tf.square(shifted)
+    return tf.pow(shifted, 1.0 / (alpha - 1.0))
+
+
+def _power(probabilities, alpha):
+    """Σ-ready p^α for p ≥ 0, with the cheap special cases α ∈ {1.5, 2}."""
+    if alpha == 2.0:
+        return tf.square(probabilities)
+    if alpha == 1.5:
+        return probabilities * tf.sqrt(probabilities)
+    return tf.where(probabilities > 0, tf.pow(probabilities, alpha), tf.zeros_like(probabilities))
+
+
+def _support_statistics(values, alpha, n_iter):
+    """Per row: τ, Σ p_j z_j and Σ p_j^α, from values that hold every row's whole support."""
+    tau, support_size = _threshold(values, alpha, n_iter)
+    probabilities = _unnormalised_from_threshold(values, tau, alpha)
+    if not _is_sort_based(alpha):
+        probabilities /= tf.reduce_sum(probabilities, axis=-1, keepdims=True)
+    statistics = (
+        tau,
+        tf.reduce_sum(probabilities * values, axis=-1, keepdims=True),
+        tf.reduce_sum(_power(probabilities, alpha), axis=-1, keepdims=True),
     )
+    return statistics, support_size
+
+
+def entmax_statistics(
+    logits: tf.Tensor, alpha: float, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Threshold τ, p·z and Σ p^α of α-entmax, per row, from a partial sort when it suffices.
+
+    The statistics are computed from the `top_k` largest logits of every row; that is exact
+    whenever every support is smaller than `top_k`. Otherwise the whole batch tries the
+    `8 * top_k` largest, and then all logits (sorted for α ∈ {1.5, 2}). Fenchel-Young losses
+    need nothing else in the forward pass, so they never touch the full vocabulary there.
+
+    Args:
+        logits: float32 logits `[..., V]`.
+        alpha: Entmax α > 1.
+        n_iter: Bisection steps for α ∉ {1.5, 2}.
+        top_k: Partial-sort size; None always uses all logits.
+
+    Returns:
+        `(tau, p_dot_logits, power_sum)`, each `[..., 1]`; τ is on the scale of (α - 1) z, so
+        that p = [(α - 1) z - τ]_+^(1/(α-1)) (up to normalisation for bisection).
+    """
+
+    def from_all_logits():
+        values = tf.sort(logits, direction="DESCENDING") if _is_sort_based(alpha) else logits
+        return _support_statistics(values, alpha, n_iter)[0]
+
+    def from_largest(k, otherwise):
+        def statistics():
+            largest = tf.math.top_k(logits, k=k, sorted=True).values
+            result, support_size = _support_statistics(largest, alpha, n_iter)
+            return tf.cond(tf.reduce_all(support_size < k), lambda: result, otherwise)
+
+        return statistics
+
+    vocab_size = logits.shape[-1]
+    if top_k is None or vocab_size is None:
+        return from_all_logits()
+    statistics = from_all_logits
+    for k in reversed(partial_sort_sizes(top_k, vocab_size)):
+        statistics = from_largest(k, statistics)
+    return statistics()
+
+
+def partial_sort_sizes(top_k: int, vocab_size: int) -> list[int]:
+    """The partial-sort sizes tried in turn before using all logits: k, then 8k, below |V|."""
+    return [k for k in (top_k, 8 * top_k) if k < vocab_size]
+
+
+def probabilities_from_threshold(logits: tf.Tensor, tau: tf.Tensor, alpha: float) -> tf.Tensor:
+    """α-entmax probabilities [(α - 1) z - τ]_+^(1/(α-1)) for a threshold from `entmax_statistics`.
+
+    Args:
+        logits: float32 logits `[..., V]`.
+        tau: Thresholds `[..., 1]`.
+        alpha: Entmax α > 1.
+
+    Returns:
+        Probabilities `[..., V]`; renormalised to sum to one when τ came from bisection.
+    """
+    probabilities = _unnormalised_from_threshold(logits, tau, alpha)
+    if not _is_sort_based(alpha):
+        probabilities /= tf.reduce_sum(probabilities, axis=-1, keepdims=True)
+    return probabilities
 
 
 def _entmax_backward(probabilities, upstream, alpha):
@@ -129,57 +245,36 @@ def _entmax_backward(probabilities, upstream, alpha):
     return weighted - correction * weights
 
 
-def sparsemax_forward(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor:
-    """Sparsemax of float32 logits without a custom gradient (for Fenchel-Young losses)."""
-    tau = _threshold_with_partial_sort(logits, _sparsemax_threshold_from_sorted, top_k)
-    return tf.nn.relu(logits - tau)
+def entmax_forward(
+    logits: tf.Tensor, alpha: float, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
+) -> tf.Tensor:
+    """α-entmax of float32 logits with the fastest exact algorithm, without a custom gradient.
 
+    Sort-based for α ∈ {1.5, 2} (Peters et al. 2019, Alg. 2; Martins & Astudillo 2016),
+    bisection otherwise, both on the `top_k` largest logits when every support fits there.
 
-def entmax15_forward(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor:
-    """Entmax-1.5 of float32 logits without a custom gradient (for Fenchel-Young losses)."""
-    halved = 0.5 * (logits - tf.reduce_max(logits, axis=-1, keepdims=True))
-    tau = _threshold_with_partial_sort(halved, _entmax15_threshold_from_sorted, top_k)
-    return tf.square(tf.nn.relu(halved - tau))
+    Args:
+        logits: float32 logits; the mapping acts on the last axis.
+        alpha: Entmax α > 1.
+        n_iter: Bisection steps when α is neither 1.5 nor 2.
+        top_k: Partial-sort size; None always uses all logits.
 
-
-def entmax_bisect_forward(logits: tf.Tensor, alpha: float, n_iter: int = 50) -> tf.Tensor:
-    """α-entmax of float32 logits by bisection on τ, without a custom gradient.
-
-    With x = (α - 1) z, the threshold lies in [max(x) - 1, max(x) - (1/d)^(α-1)] for d logits:
-    the first bound gives the largest entry probability 1, the second gives every entry at most
-    1/d. `n_iter` halvings of that interval locate τ; the output is renormalised to sum to one.
+    Returns:
+        Probabilities on the simplex, same shape as `logits`.
     """
     alpha = validate_entmax_alpha(alpha)
-    exponent = 1.0 / (alpha - 1.0)
-    scaled = (alpha - 1.0) * logits
-    max_scaled = tf.reduce_max(scaled, axis=-1, keepdims=True)
-    num_logits = tf.cast(tf.shape(scaled)[-1], scaled.dtype)
-    tau_low = max_scaled - 1.0
-    width = 1.0 - tf.pow(1.0 / num_logits, alpha - 1.0)
-
-    def bisection_step(step, tau_low, width):
-        width = 0.5 * width
-        tau_mid = tau_low + width
-        mass = tf.reduce_sum(tf.pow(tf.nn.relu(scaled - tau_mid), exponent), -1, keepdims=True)
-        return step + 1, tf.where(mass >= 1.0, tau_mid, tau_low), width
-
-    _, tau_low, _ = tf.while_loop(
-        lambda step, *_: step < n_iter,
-        bisection_step,
-        (tf.constant(0), tau_low, tf.broadcast_to(width, tf.shape(tau_low))),
-    )
-    unnormalised = tf.pow(tf.nn.relu(scaled - tau_low), exponent)
-    return unnormalised / tf.reduce_sum(unnormalised, axis=-1, keepdims=True)
+    tau = entmax_statistics(logits, alpha, n_iter, top_k)[0]
+    return probabilities_from_threshold(logits, tau, alpha)
 
 
-def _with_entmax_gradient(forward, alpha, logits):
-    """Applies `forward` in float32 with the closed-form α-entmax gradient, in the input dtype."""
+def _with_entmax_gradient(alpha, n_iter, top_k, logits):
+    """α-entmax in float32 with the closed-form gradient, returned in the input dtype."""
     logits = tf.convert_to_tensor(logits)
     input_dtype = logits.dtype
 
     @tf.custom_gradient
     def mapping(z):
-        probabilities = forward(_as_float32(z))
+        probabilities = entmax_forward(_as_float32(z), alpha, n_iter, top_k)
 
         def grad(upstream):
             return tf.cast(
@@ -206,7 +301,7 @@ def sparsemax(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor
     >>> sparsemax(tf.constant([[2.0, 1.0, -1.0]])).numpy()
     array([[1., 0., 0.]], dtype=float32)
     """
-    return _with_entmax_gradient(lambda z: sparsemax_forward(z, top_k), 2.0, logits)
+    return _with_entmax_gradient(2.0, 0, top_k, logits)
 
 
 def entmax15(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor:
@@ -220,16 +315,20 @@ def entmax15(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor:
     Returns:
         Probabilities on the simplex, same shape and dtype as `logits`, with exact zeros.
     """
-    return _with_entmax_gradient(lambda z: entmax15_forward(z, top_k), 1.5, logits)
+    return _with_entmax_gradient(1.5, 0, top_k, logits)
 
 
-def entmax_bisect(logits: tf.Tensor, alpha: float = 1.5, n_iter: int = 50) -> tf.Tensor:
+def entmax_bisect(
+    logits: tf.Tensor, alpha: float = 1.5, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
+) -> tf.Tensor:
     """α-entmax over the last axis for any α > 1, by bisection on the threshold.
 
     Args:
         logits: Float tensor of any rank; the mapping acts on the last axis.
         alpha: Entmax α > 1 (2 is sparsemax, 1.5 entmax-1.5; values near 1 approach softmax).
         n_iter: Bisection steps; each halves the threshold's bracket (50 reaches float32 precision).
+        top_k: Bisect over the `top_k` largest logits when every support fits there (exact);
+            None always bisects over all logits.
 
     Returns:
         Probabilities on the simplex, same shape and dtype as `logits`.
@@ -238,38 +337,21 @@ def entmax_bisect(logits: tf.Tensor, alpha: float = 1.5, n_iter: int = 50) -> tf
         ValueError: If α ≤ 1 or not finite.
     """
     alpha = validate_entmax_alpha(alpha)
-    return _with_entmax_gradient(lambda z: entmax_bisect_forward(z, alpha, n_iter), alpha, logits)
+    if _is_sort_based(alpha):
+        alpha = math.nextafter(alpha, math.inf)  # keep the bisection algorithm
+    return _with_entmax_gradient(alpha, n_iter, top_k, logits)
 
 
-def entmax_forward(logits: tf.Tensor, alpha: float, n_iter: int = 50) -> tf.Tensor:
-    """α-entmax of float32 logits with the fastest exact algorithm, without a custom gradient.
-
-    Sort-based for α ∈ {1.5, 2}, bisection otherwise. Fenchel-Young losses use this directly:
-    their gradient p - q never differentiates the mapping.
-
-    Args:
-        logits: Float32 tensor; the mapping acts on the last axis.
-        alpha: Entmax α > 1.
-        n_iter: Bisection steps when α is neither 1.5 nor 2.
-
-    Returns:
-        Probabilities on the simplex, same shape as `logits`.
-    """
-    alpha = validate_entmax_alpha(alpha)
-    if alpha == 2.0:
-        return sparsemax_forward(logits)
-    if alpha == 1.5:
-        return entmax15_forward(logits)
-    return entmax_bisect_forward(logits, alpha, n_iter)
-
-
-def entmax(logits: tf.Tensor, alpha: float, n_iter: int = 50) -> tf.Tensor:
+def entmax(
+    logits: tf.Tensor, alpha: float, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
+) -> tf.Tensor:
     """α-entmax with the fastest exact algorithm: sort-based for α ∈ {1.5, 2}, bisection otherwise.
 
     Args:
         logits: Float tensor; the mapping acts on the last axis.
         alpha: Entmax α > 1.
         n_iter: Bisection steps when α is neither 1.5 nor 2.
+        top_k: Partial-sort size; None always uses all logits. The result is exact either way.
 
     Returns:
         Probabilities on the simplex, same shape and dtype as `logits`.
@@ -277,8 +359,7 @@ def entmax(logits: tf.Tensor, alpha: float, n_iter: int = 50) -> tf.Tensor:
     Raises:
         ValueError: If α ≤ 1 or not finite.
     """
-    alpha = validate_entmax_alpha(alpha)
-    return _with_entmax_gradient(lambda z: entmax_forward(z, alpha, n_iter), alpha, logits)
+    return _with_entmax_gradient(validate_entmax_alpha(alpha), n_iter, top_k, logits)
 
 
 @keras.saving.register_keras_serializable(package="tfscones")

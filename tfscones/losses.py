@@ -132,16 +132,8 @@ class _TokenLoss(keras.losses.Loss):
         return config
 
 
-def _scones_terms_and_exp(gold_onehot, logits, label_smoothing):
-    """L+ and L- per token (eq. 11-12 in softplus form) and exp(-|z|), reused for σ(z)."""
-    exp_minus_abs = tf.exp(-tf.abs(logits))
-    softplus = tf.nn.relu(logits) + tf.math.log1p(exp_minus_abs)
-    all_negative = tf.reduce_sum(softplus - label_smoothing * logits, axis=-1)
-    gold_logit = tf.reduce_sum(gold_onehot * logits, axis=-1)
-    gold_softplus = tf.reduce_sum(gold_onehot * softplus, axis=-1)
-    positive = gold_softplus - (1.0 - label_smoothing) * gold_logit
-    negative = all_negative - gold_softplus + label_smoothing * gold_logit
-    return positive, negative, exp_minus_abs
+def _gold_logits(targets: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+    return tf.gather(logits, targets[..., tf.newaxis], batch_dims=targets.shape.rank)[..., 0]
 
 
 def scones_terms(
@@ -152,7 +144,7 @@ def scones_terms(
     With sp = softplus, -log σ(z) = sp(-z) = sp(z) - z and -log(1 - σ(z)) = sp(z), so
 
         L+ = (1-λ) sp(-z_y) + λ sp(z_y)           = sp(z_y) - (1-λ) z_y
-        L- = Σ_{w≠y} (1-λ) sp(z_w) + λ sp(-z_w)   = Σ_{w≠y} sp(z_w) - λ z_w
+        L- = Σ_{w≠y} (1-λ) sp(z_w) + λ sp(-z_w)   = Σ_w [sp(z_w) - λ z_w] - sp(z_y) + λ z_y
 
     One softplus pass over the vocabulary suffices, and it is exact for any |z| (no 1e-30 clamp
     as in the JAX listing of seed 001, Fig. 10).
@@ -165,8 +157,13 @@ def scones_terms(
     Returns:
         `(L+, L-)`, float32 tensors `[...]`.
     """
-    gold_onehot = tf.one_hot(targets, tf.shape(logits)[-1], dtype=logits.dtype)
-    positive, negative, _ = _scones_terms_and_exp(gold_onehot, logits, label_smoothing)
+    all_negative = tf.reduce_sum(tf.nn.softplus(logits), axis=-1)
+    if label_smoothing > 0.0:
+        all_negative -= label_smoothing * tf.reduce_sum(logits, axis=-1)
+    gold_logit = _gold_logits(targets, logits)
+    gold_softplus = tf.nn.softplus(gold_logit)
+    positive = gold_softplus - (1.0 - label_smoothing) * gold_logit
+    negative = all_negative - gold_softplus + label_smoothing * gold_logit
     return positive, negative
 
 
@@ -175,8 +172,9 @@ def scones_token_loss(
 ) -> tf.Tensor:
     """Per-token SCONES loss L+ + α L- (eq. 6), with the terms of `scones_terms`.
 
-    The gradient, ∂L/∂z_w = α(σ(z_w) - λ) for w ≠ y and σ(z_y) - (1-λ) at the gold token, is
-    formed in the forward pass from the same exp(-|z|) and kept instead of the activations.
+    The gradient is written out, ∂L/∂z_w = α(σ(z_w) - λ) for w ≠ y and σ(z_y) - (1-λ) at the
+    gold token, so the backward pass is one sigmoid over the logits and no activation of the
+    vocabulary size is kept between the passes.
 
     Args:
         targets: int32 gold ids `[...]`.
@@ -187,22 +185,34 @@ def scones_token_loss(
     Returns:
         float32 per-token losses `[...]`.
     """
-    gold_onehot = tf.one_hot(targets, tf.shape(logits)[-1], dtype=logits.dtype)
 
     @tf.custom_gradient
     def loss_and_gradient(z):
-        positive, negative, exp_minus_abs = _scones_terms_and_exp(gold_onehot, z, label_smoothing)
-        sigmoid = tf.where(z >= 0, 1.0, exp_minus_abs) / (1.0 + exp_minus_abs)
-        gradient = alpha * (sigmoid - label_smoothing) + gold_onehot * (
-            (1.0 - alpha) * sigmoid - (1.0 - label_smoothing) + alpha * label_smoothing
-        )
+        positive, negative = scones_terms(targets, z, label_smoothing)
 
         def grad(upstream):
-            return upstream[..., tf.newaxis] * gradient
+            sigmoid = tf.sigmoid(z)
+            if label_smoothing > 0.0:
+                sigmoid -= label_smoothing
+            gradient = (alpha * upstream[..., tf.newaxis]) * sigmoid
+            gold_sigmoid = tf.sigmoid(_gold_logits(targets, z))
+            gold_correction = upstream * (
+                (1.0 - alpha) * gold_sigmoid - (1.0 - label_smoothing) + alpha * label_smoothing
+            )
+            return _add_at_targets(gradient, targets, gold_correction)
 
         return positive + alpha * negative, grad
 
     return loss_and_gradient(logits)
+
+
+def _add_at_targets(values: tf.Tensor, targets: tf.Tensor, updates: tf.Tensor) -> tf.Tensor:
+    """values[..., targets] += updates, without materialising a one-hot tensor."""
+    flat_values = tf.reshape(values, [-1, tf.shape(values)[-1]])
+    flat_targets = tf.reshape(targets, [-1])
+    indices = tf.stack([tf.range(tf.size(flat_targets)), flat_targets], axis=1)
+    flat_values = tf.tensor_scatter_nd_add(flat_values, indices, tf.reshape(updates, [-1]))
+    return tf.reshape(flat_values, tf.shape(values))
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -237,24 +247,8 @@ class SconesLoss(_TokenLoss):
         return {**super().get_config(), "alpha": self.alpha}
 
 
-def tsallis_entropy(probabilities: tf.Tensor, alpha: float) -> tf.Tensor:
-    """Tsallis α-entropy H_α(p) = (1 - Σ_j p_j^α) / (α(α - 1)) over the last axis (seed 004, eq. 6).
-
-    Args:
-        probabilities: Distributions on the last axis.
-        alpha: α > 1.
-
-    Returns:
-        The entropies, one per distribution.
-    """
-    powered = tf.where(
-        probabilities > 0, tf.pow(probabilities, alpha), tf.zeros_like(probabilities)
-    )
-    return (1.0 - tf.reduce_sum(powered, axis=-1)) / (alpha * (alpha - 1.0))
-
-
 def _smoothed_target_entropy(vocab_size: tf.Tensor, alpha: float, epsilon: float) -> tf.Tensor:
-    """H_α of q = (1-ε) e_y + ε/|V| (the smoothed target of seed 004, eq. 10), in closed form."""
+    """H_α(q) = (1 - Σ q^α) / (α(α-1)) (seed 004, eq. 6) of q = (1-ε) e_y + ε/|V| (eq. 10)."""
     vocab_size = tf.cast(vocab_size, tf.float32)
     uniform = epsilon / vocab_size
     power_sum = tf.pow(1.0 - epsilon + uniform, alpha) + (vocab_size - 1.0) * tf.pow(uniform, alpha)
@@ -271,9 +265,9 @@ def entmax_token_loss(
     """Per-token Fenchel-Young α-entmax loss with Fenchel-Young label smoothing.
 
     L(z; q) = (p* - q)·z + H_α(p*) - H_α(q) with p* = entmax_α(z) (seed 004, eq. 7 with the
-    Tsallis regulariser of eq. 6), and q = (1-ε) e_y + ε/|V| (eq. 10). Its gradient is p* - q
-    (eq. 9, 13); p* is held constant so autodiff yields exactly that, by Danskin's theorem,
-    without differentiating the mapping.
+    Tsallis regulariser of eq. 6), and q = (1-ε) e_y + ε/|V| (eq. 10). The forward pass needs
+    only τ, p*·z and Σ p*^α, which `activations.entmax_statistics` takes from the largest logits;
+    the gradient p* - q (eq. 9, 13) is formed in the backward pass from τ.
 
     Args:
         targets: int32 gold ids `[...]`.
@@ -285,18 +279,29 @@ def entmax_token_loss(
     Returns:
         float32 per-token losses `[...]`, non-negative.
     """
-    probabilities = tf.stop_gradient(activations.entmax_forward(logits, alpha, n_iter))
-    gold_logit = tf.gather(logits, targets[..., tf.newaxis], batch_dims=targets.shape.rank)[..., 0]
-    target_dot_logits = (1.0 - label_smoothing) * gold_logit
-    if label_smoothing > 0.0:
-        target_dot_logits += label_smoothing * tf.reduce_mean(logits, axis=-1)
-    target_entropy = _smoothed_target_entropy(tf.shape(logits)[-1], alpha, label_smoothing)
-    return (
-        tf.reduce_sum(probabilities * logits, axis=-1)
-        - target_dot_logits
-        + tsallis_entropy(probabilities, alpha)
-        - target_entropy
-    )
+    vocab_size = tf.shape(logits)[-1]
+
+    @tf.custom_gradient
+    def loss_and_gradient(z):
+        tau, p_dot_z, power_sum = activations.entmax_statistics(z, alpha, n_iter)
+        target_dot_z = (1.0 - label_smoothing) * _gold_logits(targets, z)
+        if label_smoothing > 0.0:
+            target_dot_z += label_smoothing * tf.reduce_mean(z, axis=-1)
+        model_entropy = (1.0 - power_sum[..., 0]) / (alpha * (alpha - 1.0))
+        target_entropy = _smoothed_target_entropy(vocab_size, alpha, label_smoothing)
+
+        def grad(upstream):
+            uniform = label_smoothing / tf.cast(vocab_size, z.dtype)
+            probabilities = activations.probabilities_from_threshold(z, tau, alpha)
+            if label_smoothing > 0.0:
+                probabilities -= uniform
+            gradient = upstream[..., tf.newaxis] * probabilities
+            return _add_at_targets(gradient, targets, -(1.0 - label_smoothing) * upstream)
+
+        loss = p_dot_z[..., 0] - target_dot_z + model_entropy - target_entropy
+        return loss, grad
+
+    return loss_and_gradient(logits)
 
 
 @keras.saving.register_keras_serializable(package="tfscones")

@@ -1,0 +1,184 @@
+"""Forward+backward time and peak memory of each loss, as ratios to softmax cross-entropy.
+
+    python -m benchmarks.loss_speed                 # 4,096 target tokens, vocabularies 8K and 32K
+    python -m benchmarks.loss_speed --xla           # the same, compiled with XLA
+    python -m benchmarks.loss_speed --tokens 1024 --vocab 8192 --repeats 5   # a quick look
+
+Every loss runs on the same logits [tokens, vocab] and targets, as a `tf.function` computing the
+loss and its gradient with respect to the logits. Timings are interleaved (one run of each loss
+per round, several rounds, median reported) so that machine noise hits all losses alike.
+
+Peak memory is the extra memory one forward+backward step needs beyond its inputs: on a GPU the
+allocator's peak (`tf.config.experimental.get_memory_info`) after resetting it; on a CPU, where
+TensorFlow reports no allocator statistics, the peak resident set sampled every 0.5 ms during a
+step in a fresh process running only that loss, minus the resident set just before that step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+from tfscones import losses  # noqa: E402
+
+LOSSES = {
+    "cross-entropy": (losses.SequenceCrossEntropy, {}, None),
+    "scones(α=0.5)": (losses.SconesLoss, {"alpha": 0.5}, 1.1),
+    "sparsemax": (losses.SparsemaxLoss, {}, 2.0),
+    "entmax-1.5": (losses.EntmaxLoss, {"alpha": 1.5}, 2.0),
+    "entmax-1.25 (bisection)": (losses.EntmaxLoss, {"alpha": 1.25}, None),
+}
+BASELINE = "cross-entropy"
+
+
+def make_inputs(tokens: int, vocab: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """Logits shaped like a trained model's (a few large, most small) and random targets."""
+    generator = tf.random.Generator.from_seed(0)
+    logits = generator.normal([tokens, vocab], stddev=2.0)
+    targets = generator.uniform([tokens], 1, vocab, dtype=tf.int32)
+    return logits, targets
+
+
+def make_step(name: str, xla: bool):
+    """A compiled function returning (loss, gradient wrt the logits)."""
+    loss_class, arguments, _ = LOSSES[name]
+    loss = loss_class(**arguments)
+
+    @tf.function(jit_compile=xla)
+    def step(logits, targets):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            value = loss(targets, logits)
+        return value, tape.gradient(value, logits)
+
+    return step
+
+
+def run_once(step, logits, targets) -> float:
+    start = time.perf_counter()
+    value, gradient = step(logits, targets)
+    float(value)
+    gradient.numpy()
+    return time.perf_counter() - start
+
+
+def time_all(tokens: int, vocab: int, repeats: int, xla: bool) -> dict[str, float]:
+    """Median seconds per forward+backward of every loss, interleaved across rounds."""
+    logits, targets = make_inputs(tokens, vocab)
+    steps = {name: make_step(name, xla) for name in LOSSES}
+    for step in steps.values():
+        run_once(step, logits, targets)
+    samples = {name: [] for name in LOSSES}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            samples[name].append(run_once(step, logits, targets))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def current_rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def measure_peak_memory(name: str, tokens: int, vocab: int, xla: bool) -> int:
+    """Extra bytes one forward+backward step of `name` needs, in this process."""
+    logits, targets = make_inputs(tokens, vocab)
+    step = make_step(name, xla)
+    if tf.config.list_physical_devices("GPU"):
+        run_once(step, logits, targets)
+        tf.config.experimental.reset_memory_stats("GPU:0")
+        before = tf.config.experimental.get_memory_info("GPU:0")["current"]
+        run_once(step, logits, targets)
+        return tf.config.experimental.get_memory_info("GPU:0")["peak"] - before
+    run_once(step, logits, targets)
+    before = current_rss_bytes()
+    peak = before
+    stepping = threading.Event()
+    stepping.set()
+
+    def poll():
+        nonlocal peak
+        while stepping.is_set():
+            peak = max(peak, current_rss_bytes())
+            time.sleep(0.0005)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    run_once(step, logits, targets)
+    stepping.clear()
+    poller.join()
+    return peak - before
+
+
+def peak_memory_in_fresh_process(name: str, tokens: int, vocab: int, xla: bool) -> int:
+    command = [sys.executable, "-m", "benchmarks.loss_speed", "--memory-of", name]
+    command += ["--tokens", str(tokens), "--vocab", str(vocab)] + (["--xla"] if xla else [])
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(output.strip().splitlines()[-1])["peak_bytes"]
+
+
+def print_table(rows: list[dict]) -> None:
+    header = f"{'vocab':>6} {'loss':<24} {'ms':>9} {'time×CE':>8} {'MiB':>8} {'mem×CE':>7} "
+    print(header + f"{'target':>7}  verdict")
+    for row in rows:
+        target = row["target"]
+        if target is None:
+            verdict, target_text = "reported", "-"
+        else:
+            met = row["time_ratio"] <= target
+            verdict, target_text = ("meets" if met else "MISSES"), f"≤{target}×"
+        print(
+            f"{row['vocab']:>6} {row['loss']:<24} {row['seconds'] * 1e3:>9.1f} "
+            f"{row['time_ratio']:>8.2f} {row['peak_bytes'] / 2**20:>8.0f} "
+            f"{row['memory_ratio']:>7.2f} {target_text:>7}  {verdict}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=4096)
+    parser.add_argument("--vocab", type=int, nargs="+", default=[8192, 32768])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--xla", action="store_true", help="compile with jit_compile=True")
+    parser.add_argument("--memory-of", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_of:
+        peak = measure_peak_memory(args.memory_of, args.tokens, args.vocab[0], args.xla)
+        print(json.dumps({"peak_bytes": peak}))
+        return
+    device = tf.config.list_physical_devices("GPU") or ["CPU"]
+    print(f"device: {device[0]}, tokens: {args.tokens}, xla: {args.xla}, repeats: {args.repeats}")
+    rows = []
+    for vocab in args.vocab:
+        seconds = time_all(args.tokens, vocab, args.repeats, args.xla)
+        memory = {
+            name: peak_memory_in_fresh_process(name, args.tokens, vocab, args.xla)
+            for name in LOSSES
+        }
+        for name, (_, _, target) in LOSSES.items():
+            rows.append(
+                {
+                    "vocab": vocab,
+                    "loss": name,
+                    "seconds": seconds[name],
+                    "time_ratio": seconds[name] / seconds[BASELINE],
+                    "peak_bytes": memory[name],
+                    "memory_ratio": memory[name] / max(memory[BASELINE], 1),
+                    "target": target,
+                }
+            )
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Data for translation models: SentencePiece vocabularies, text-file and TFDS pairs, batching.
+
+Data flow: `read_parallel_text(...).dataset()` or `load_tfds_pairs(...)` give string pairs;
+`translation_dataset` tokenises them in graph with a `Tokenizer`, filters by length, and batches
+by tokens into `({"source_ids": ..., "target_in_ids": ...}, target_out_ids)`.
+Special ids: PAD_ID 0, EOS_ID 1, UNK_ID 2, BOS_ID 3.
+"""
+
+from tfscones.data.batching import batch_by_tokens, default_bucket_lengths
+from tfscones.data.length_filter import filter_by_length, keep_by_length
+from tfscones.data.parallel_text import (
+    BadLine,
+    ParallelText,
+    ParallelTextError,
+    read_parallel_text,
+)
+from tfscones.data.sentencepiece_vocab import SentencePieceFiles, train_sentencepiece
+from tfscones.data.tfds_pairs import load_tfds_pairs
+from tfscones.data.tokenizer import Tokenizer
+from tfscones.data.translation_pipeline import model_example, translation_dataset
+from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+__all__ = [
+    "BOS_ID",
+    "EOS_ID",
+    "PAD_ID",
+    "UNK_ID",
+    "BadLine",
+    "ParallelText",
+    "ParallelTextError",
+    "SentencePieceFiles",
+    "Tokenizer",
+    "batch_by_tokens",
+    "default_bucket_lengths",
+    "filter_by_length",
+    "keep_by_length",
+    "load_tfds_pairs",
+    "model_example",
+    "read_parallel_text",
+    "train_sentencepiece",
+    "translation_dataset",
+]

@@ -1,0 +1,250 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfscones import heads
+from tfscones.models import Seq2SeqTransformer
+
+VOCAB = 23
+SOURCE = np.array([[5, 6, 7, 8, 1, 0, 0], [9, 10, 1, 0, 0, 0, 0], [4, 11, 12, 13, 14, 15, 1]])
+TARGET_IN = np.array([[3, 4, 5, 6, 1, 0], [3, 7, 8, 9, 10, 11], [3, 12, 1, 0, 0, 0]])
+
+
+def small_model(head="softmax", **overrides):
+    arguments = dict(
+        vocabulary_size=VOCAB,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        hidden_dim=16,
+        num_heads=2,
+        intermediate_dim=32,
+        dropout=0.0,
+        max_sequence_length=8,
+        head=head,
+    )
+    arguments.update(overrides)
+    return Seq2SeqTransformer(**arguments)
+
+
+def inputs(source=SOURCE, target_in=TARGET_IN):
+    return {
+        "source_ids": tf.constant(source, tf.int32),
+        "target_in_ids": tf.constant(target_in, tf.int32),
+    }
+
+
+def stepwise_logits(model, source, target_in, use_cross_cache, max_length=None):
+    encoder_outputs, padding_mask = model.encode(source)
+    cache = model.initial_cache(tf.shape(source)[0], max_length or target_in.shape[1])
+    cross_cache = model.cross_attention_cache(encoder_outputs) if use_cross_cache else None
+    steps = []
+    for t in range(target_in.shape[1]):
+        logits, cache = model.decode_step(
+            target_in[:, t],
+            encoder_outputs,
+            padding_mask,
+            cache,
+            t,
+            cross_attention_cache=cross_cache,
+        )
+        steps.append(logits)
+    return tf.stack(steps, axis=1)
+
+
+@pytest.mark.parametrize(
+    "head, overrides",
+    [
+        ("softmax", {}),
+        ("sigmoid", {"normalize_first": True}),
+        ("sigmoid", {"tie_embeddings": True}),
+        ("entmax15", {"num_decoder_layers": 1}),
+    ],
+)
+@pytest.mark.parametrize("use_cross_cache", [False, True])
+def test_cached_decoding_equals_full_forward(head, overrides, use_cross_cache):
+    model = small_model(head, **overrides)
+    full = model(inputs(), training=False)
+    stepped = stepwise_logits(model, SOURCE, TARGET_IN, use_cross_cache, max_length=8)
+    assert stepped.dtype == tf.float32
+    np.testing.assert_allclose(stepped.numpy(), full.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("use_cross_cache", [False, True])
+def test_cached_decoding_runs_in_a_graph_while_loop(jit_compile, use_cross_cache):
+    model = small_model("sigmoid", num_encoder_layers=1, num_decoder_layers=1)
+    length = TARGET_IN.shape[1]
+    spec = tf.TensorSpec([None, None], tf.int32)
+
+    @tf.function(jit_compile=jit_compile, input_signature=[spec, spec])
+    def decode(source, target_in):
+        encoder_outputs, padding_mask = model.encode(source)
+        cross_cache = model.cross_attention_cache(encoder_outputs) if use_cross_cache else None
+
+        def body(index, cache, logits):
+            step_logits, cache = model.decode_step(
+                target_in[:, index],
+                encoder_outputs,
+                padding_mask,
+                cache,
+                index,
+                cross_attention_cache=cross_cache,
+            )
+            return index + 1, cache, logits.write(index, step_logits)
+
+        _, _, logits = tf.while_loop(
+            lambda index, *_: index < length,
+            body,
+            (
+                tf.constant(0),
+                model.initial_cache(tf.shape(source)[0], length),
+                tf.TensorArray(tf.float32, size=length),
+            ),
+        )
+        return tf.transpose(logits.stack(), [1, 0, 2])
+
+    stepped = decode(tf.constant(SOURCE, tf.int32), tf.constant(TARGET_IN, tf.int32))
+    full = model(inputs(), training=False)
+    np.testing.assert_allclose(stepped.numpy(), full.numpy(), atol=1e-4)
+
+
+def test_source_padding_does_not_change_logits():
+    model = small_model("sigmoid")
+    padded_source = np.pad(SOURCE, [[0, 0], [0, 5]])
+    logits = model(inputs(), training=False)
+    padded_logits = model(inputs(source=padded_source), training=False)
+    np.testing.assert_allclose(padded_logits.numpy(), logits.numpy(), atol=1e-5)
+    # The mask matters: a pad that is not masked (a real token id) does change the outputs.
+    unmasked_source = np.pad(SOURCE, [[0, 0], [0, 5]], constant_values=4)
+    unmasked_logits = model(inputs(source=unmasked_source), training=False)
+    assert np.abs(unmasked_logits.numpy() - logits.numpy()).max() > 1e-3
+
+
+@pytest.fixture
+def global_policy():
+    previous = keras.config.dtype_policy()
+    yield keras.mixed_precision.set_global_policy
+    keras.mixed_precision.set_global_policy(previous)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_logits_are_float32_under_mixed_precision(global_policy, policy):
+    global_policy(policy)
+    model = small_model("sigmoid", tie_embeddings=policy == "mixed_bfloat16")
+    assert model.compute_dtype != "float32"
+    logits = model(inputs(), training=False)
+    assert logits.dtype == tf.float32
+    encoder_outputs, padding_mask = model.encode(SOURCE)
+    assert encoder_outputs.dtype.name == model.compute_dtype
+    cache = model.initial_cache(3, 4)
+    step_logits, cache = model.decode_step(TARGET_IN[:, 0], encoder_outputs, padding_mask, cache, 0)
+    assert step_logits.dtype == tf.float32
+    assert cache.dtype.name == model.compute_dtype
+    tolerance = 0.05 if policy == "mixed_float16" else 0.3
+    np.testing.assert_allclose(step_logits.numpy(), logits[:, 0].numpy(), atol=tolerance)
+
+
+def test_output_bias_starts_at_the_heads_prior():
+    sigmoid_bias = small_model("sigmoid").output_projection.bias.numpy()
+    np.testing.assert_allclose(sigmoid_bias, np.full(VOCAB, -math.log(VOCAB)), rtol=1e-6)
+    softmax_bias = small_model("softmax").output_projection.bias.numpy()
+    np.testing.assert_array_equal(softmax_bias, np.zeros(VOCAB))
+
+
+def embedding_sized(model):
+    return [v for v in model.trainable_variables if sorted(v.shape) == sorted([VOCAB, 16])]
+
+
+def test_tied_embeddings_share_one_matrix():
+    untied = small_model("sigmoid")
+    tied = small_model("sigmoid", tie_embeddings=True)
+    assert len(embedding_sized(untied)) == 3
+    assert len(embedding_sized(tied)) == 1
+    assert len(untied.trainable_variables) - len(tied.trainable_variables) == 2
+    assert untied.count_params() - tied.count_params() == 2 * VOCAB * 16
+    # The one matrix is the output projection too: changing it changes the logits through it.
+    source_only = {"source_ids": tf.constant(SOURCE), "target_in_ids": tf.constant(TARGET_IN)}
+    before = tied(source_only, training=False)
+    (matrix,) = embedding_sized(tied)
+    with tf.GradientTape() as tape:
+        logits = tied(source_only, training=False)
+        loss = tf.reduce_sum(logits[..., 17])
+    gradient = tf.convert_to_tensor(tape.gradient(loss, matrix.value))
+    # Row 17 (never an input token) only receives gradient through the output projection.
+    assert np.abs(gradient.numpy()[17]).max() > 0
+    matrix.assign(matrix.value * 2.0)
+    assert np.abs(tied(source_only, training=False).numpy() - before.numpy()).max() > 1e-3
+
+
+def test_get_config_round_trip():
+    model = small_model(heads.EntmaxHead(alpha=1.3), normalize_first=True, tie_embeddings=True)
+    config = model.get_config()
+    assert config["head"]["class_name"] == "EntmaxHead"
+    clone = Seq2SeqTransformer.from_config(config)
+    assert clone.get_config() == config
+    assert clone.head == heads.EntmaxHead(alpha=1.3)
+    clone.set_weights(model.get_weights())
+    np.testing.assert_array_equal(clone(inputs()).numpy(), model(inputs()).numpy())
+
+
+@pytest.mark.parametrize(
+    "head, overrides",
+    [
+        (heads.SigmoidHead(), {"tie_embeddings": True, "normalize_first": True}),
+        (heads.EntmaxHead(alpha=1.3, n_iter=30), {}),
+    ],
+)
+def test_save_and_load_give_identical_outputs(tmp_path, head, overrides):
+    model = small_model(head, **overrides)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    restored = keras.models.load_model(path)
+    assert isinstance(restored, Seq2SeqTransformer)
+    assert restored.head == head
+    assert restored.get_config() == model.get_config()
+    np.testing.assert_array_equal(
+        restored(inputs(), training=False).numpy(), model(inputs(), training=False).numpy()
+    )
+
+
+def copy_task(batch_size=64, length=5, seed=0):
+    rng = np.random.default_rng(seed)
+    content = rng.integers(4, 12, size=(batch_size, length))
+    eos = np.ones((batch_size, 1), np.int64)
+    bos = np.full((batch_size, 1), 3)
+    source = np.concatenate([content, eos], axis=1)
+    return {"source_ids": source, "target_in_ids": np.concatenate([bos, content], axis=1)}, source
+
+
+@pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
+def test_tiny_model_learns_copy_task(head):
+    model = Seq2SeqTransformer(
+        vocabulary_size=12,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        hidden_dim=32,
+        num_heads=2,
+        intermediate_dim=64,
+        dropout=0.0,
+        max_sequence_length=8,
+        head=head,
+    )
+    loss = model.head.loss()
+    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=loss)
+    x, y = copy_task()
+    before = float(loss(y, model(x, training=False)))
+    model.fit(x, y, batch_size=16, epochs=8, verbose=0)
+    after = float(loss(y, model(x, training=False)))
+    assert np.isfinite(before) and after < 0.7 * before
+
+
+def test_summary_lists_every_layer():
+    model = small_model("sigmoid", tie_embeddings=True, normalize_first=True)
+    lines = []
+    model.summary(print_fn=lambda line, **_: lines.append(line))
+    text = "\n".join(lines)
+    assert "decoder_layer_1" in text and "output_projection" in text
+    assert f"{model.count_params():,}" in text

@@ -1,0 +1,429 @@
+"""An encoder-decoder Transformer whose output layer is an `OutputHead`: softmax, SCONES, entmax."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import keras_hub
+import tensorflow as tf
+from keras import ops
+
+from tfscones import heads
+from tfscones.data.vocab_ids import PAD_ID
+from tfscones.models.output_projection import OutputProjection
+from tfscones.models.presets import PRESETS
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class _TransformerDecoder(keras_hub.layers.TransformerDecoder):
+    """keras-hub's `TransformerDecoder`, whose output shape also accepts the encoder's shape.
+
+    keras-hub 0.32's `compute_output_shape` takes only `decoder_sequence_shape`, but a layer
+    built with cross-attention records both shapes, and `Model.summary()` of a subclassed model
+    passes both back: without this override, `summary()` raises a TypeError.
+    """
+
+    def compute_output_shape(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        del encoder_sequence_shape
+        return decoder_sequence_shape
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class Seq2SeqTransformer(keras.Model):
+    """Encoder-decoder Transformer (Vaswani et al. 2017) with a pluggable output head.
+
+    Token embeddings are scaled by sqrt(hidden_dim) and summed with `SinePositionEncoding`, as in
+    the original Transformer, rather than with learned positions (`TokenAndPositionEmbedding`):
+    sinusoids add no parameters (the architecture is exactly the Transformer of the papers),
+    they exist for any position (neither the encoder nor a decoding cache is bounded by a
+    position table), and one plain token embedding can serve source, target and output when
+    tied, which `TokenAndPositionEmbedding`'s built-in token table would not allow. The encoder
+    and decoder are stacks of `keras_hub.layers.TransformerEncoder` and `TransformerDecoder`
+    (ReLU MLP, post-norm by default). Pads (id 0) are masked in the encoder's self-attention and
+    in the decoder's attention over the encoder; the decoder's self-attention is causal, so target
+    pads, which only follow real tokens, never reach a real position.
+
+    The logits are float32 under any dtype policy (the output projection's dtype is float32), and
+    `head` says what they mean: `model.head.loss()` trains the model, `model.head.log_scores`
+    scores its steps in search. The output bias starts at `head.output_bias_initializer` (-log|V|
+    for the SCONES sigmoid head).
+
+    Decoding calls `encode` once, then `decode_step` for each position with a key/value cache
+    from `initial_cache` (and, optionally, the encoder's keys and values from
+    `cross_attention_cache`); shapes do not change between steps, so decoding runs in
+    `tf.while_loop` and under XLA.
+
+    Args:
+        vocabulary_size: Size of the (joint) vocabulary.
+        num_encoder_layers: Number of `TransformerEncoder` layers.
+        num_decoder_layers: Number of `TransformerDecoder` layers.
+        hidden_dim: Size of embeddings and hidden states.
+        num_heads: Number of attention heads; must divide `hidden_dim`.
+        intermediate_dim: Size of the MLP's hidden layer.
+        dropout: Dropout rate of embeddings, attention weights, attention outputs and MLP outputs.
+        max_sequence_length: Longest target the model is meant to produce: the default length
+            of a decoding cache (`initial_cache`).
+        head: The output head, or anything `tfscones.heads.get` accepts.
+        tie_embeddings: Whether the source embedding, the target embedding and the output
+            projection (transposed, plus its own bias) share one matrix.
+        layer_norm_epsilon: Epsilon of every layer normalization.
+        normalize_first: Pre-norm (True: normalize each block's input, plus one final layer
+            normalization after each stack) or post-norm (False, as in Vaswani et al. 2017).
+        **kwargs: Arguments of `keras.Model` (`name`, `dtype`, ...).
+
+    Example:
+    >>> model = Seq2SeqTransformer.from_preset("tiny", vocabulary_size=100, head="sigmoid")
+    >>> logits = model({"source_ids": tf.constant([[5, 6, 1, 0]]),
+    ...                 "target_in_ids": tf.constant([[3, 7, 8]])})
+    >>> logits.shape, logits.dtype.name
+    (TensorShape([1, 3, 100]), 'float32')
+    """
+
+    def __init__(
+        self,
+        vocabulary_size: int,
+        num_encoder_layers: int,
+        num_decoder_layers: int,
+        hidden_dim: int,
+        num_heads: int,
+        intermediate_dim: int,
+        dropout: float = 0.1,
+        max_sequence_length: int = 256,
+        head: str | dict | heads.OutputHead = "softmax",
+        tie_embeddings: bool = False,
+        layer_norm_epsilon: float = 1e-5,
+        normalize_first: bool = False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"hidden_dim ({hidden_dim}) must be a multiple of num_heads ({num_heads})."
+            )
+        self.vocabulary_size = int(vocabulary_size)
+        self.num_encoder_layers = int(num_encoder_layers)
+        self.num_decoder_layers = int(num_decoder_layers)
+        self.hidden_dim = int(hidden_dim)
+        self.num_heads = int(num_heads)
+        self.intermediate_dim = int(intermediate_dim)
+        self.dropout = float(dropout)
+        self.max_sequence_length = int(max_sequence_length)
+        self.head = heads.get(head)
+        self.tie_embeddings = bool(tie_embeddings)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.normalize_first = bool(normalize_first)
+
+        sequence_shape = (None, None, self.hidden_dim)
+        if self.tie_embeddings:
+            self.token_embedding = self._token_embedding("token_embedding")
+        else:
+            self.source_embedding = self._token_embedding("source_embedding")
+            self.target_embedding = self._token_embedding("target_embedding")
+        self.position_encoding = keras_hub.layers.SinePositionEncoding(
+            dtype="float32", name="position_encoding"
+        )
+        self.embedding_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="embedding_dropout"
+        )
+        self.encoder_layers = []
+        for i in range(self.num_encoder_layers):
+            layer = keras_hub.layers.TransformerEncoder(
+                **self._transformer_layer_arguments(), name=f"encoder_layer_{i}"
+            )
+            layer.build(sequence_shape)
+            self.encoder_layers.append(layer)
+        self.decoder_layers = []
+        for i in range(self.num_decoder_layers):
+            layer = _TransformerDecoder(
+                **self._transformer_layer_arguments(), name=f"decoder_layer_{i}"
+            )
+            layer.build(sequence_shape, sequence_shape)
+            self.decoder_layers.append(layer)
+        if self.normalize_first:
+            self.encoder_final_norm = self._layer_norm("encoder_final_norm")
+            self.decoder_final_norm = self._layer_norm("decoder_final_norm")
+        self.output_projection = OutputProjection(
+            self.vocabulary_size,
+            tied=self.tie_embeddings,
+            bias_initializer=self.head.output_bias_initializer(self.vocabulary_size),
+            name="output_projection",
+        )
+        self.output_projection.build(sequence_shape)
+        self.built = True
+
+    def _token_embedding(self, name: str) -> keras.layers.Embedding:
+        embedding = keras.layers.Embedding(
+            self.vocabulary_size,
+            self.hidden_dim,
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=self.hidden_dim**-0.5),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        embedding.build((None, None))
+        return embedding
+
+    def _layer_norm(self, name: str) -> keras.layers.LayerNormalization:
+        layer = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        layer.build((None, None, self.hidden_dim))
+        return layer
+
+    def _transformer_layer_arguments(self) -> dict:
+        return {
+            "intermediate_dim": self.intermediate_dim,
+            "num_heads": self.num_heads,
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "normalize_first": self.normalize_first,
+            "dtype": self.dtype_policy,
+        }
+
+    @property
+    def _source_embedding(self) -> keras.layers.Embedding:
+        return self.token_embedding if self.tie_embeddings else self.source_embedding
+
+    @property
+    def _target_embedding(self) -> keras.layers.Embedding:
+        return self.token_embedding if self.tie_embeddings else self.target_embedding
+
+    @property
+    def head_dim(self) -> int:
+        """Size of one attention head's keys and values, `hidden_dim // num_heads`."""
+        return self.hidden_dim // self.num_heads
+
+    def _embed(self, embedding, token_ids, start_index=0, training=None):
+        """Scaled token embeddings plus sinusoids of positions `start_index, ...`, with dropout."""
+        scale = ops.cast(math.sqrt(self.hidden_dim), embedding.compute_dtype)
+        tokens = embedding(token_ids) * scale
+        positions = self.position_encoding(tokens, start_index=start_index)
+        x = tokens + ops.cast(positions, tokens.dtype)
+        return self.embedding_dropout(x, training=training)
+
+    def _logits(self, hidden):
+        if self.tie_embeddings:
+            return self.output_projection(hidden, self.token_embedding.embeddings)
+        return self.output_projection(hidden)
+
+    def encode(self, source_ids, training=None) -> tuple[tf.Tensor, tf.Tensor]:
+        """Runs the encoder once; its outputs serve every decoding step.
+
+        Args:
+            source_ids: int `[batch, source_length]`, padded with 0.
+            training: Whether dropout is active.
+
+        Returns:
+            `(encoder_outputs, source_padding_mask)`: hidden states `[batch, source_length,
+            hidden_dim]` in the compute dtype and a bool mask `[batch, source_length]`, True at
+            real tokens.
+        """
+        source_ids = ops.convert_to_tensor(source_ids, "int32")
+        padding_mask = ops.not_equal(source_ids, PAD_ID)
+        x = self._embed(self._source_embedding, source_ids, training=training)
+        for layer in self.encoder_layers:
+            x = layer(x, padding_mask=padding_mask, training=training)
+        if self.normalize_first:
+            x = self.encoder_final_norm(x)
+        return x, padding_mask
+
+    def call(self, inputs, training=None):
+        """Teacher-forced logits of every target position.
+
+        Args:
+            inputs: dict with int `source_ids` `[batch, source_length]` and `target_in_ids`
+                `[batch, target_length]` (the target shifted right, starting with BOS), both
+                padded with 0.
+            training: Whether dropout is active.
+
+        Returns:
+            float32 logits `[batch, target_length, vocabulary_size]`.
+        """
+        encoder_outputs, source_padding_mask = self.encode(inputs["source_ids"], training=training)
+        target_ids = ops.convert_to_tensor(inputs["target_in_ids"], "int32")
+        x = self._embed(self._target_embedding, target_ids, training=training)
+        for layer in self.decoder_layers:
+            x = layer(
+                x,
+                encoder_outputs,
+                encoder_padding_mask=source_padding_mask,
+                training=training,
+            )
+        if self.normalize_first:
+            x = self.decoder_final_norm(x)
+        return self._logits(x)
+
+    def initial_cache(
+        self, batch_size: int | tf.Tensor, max_length: int | None = None
+    ) -> tf.Tensor:
+        """The empty self-attention cache of every decoder layer.
+
+        Args:
+            batch_size: Number of sequences decoded together (beams included).
+            max_length: Number of target positions the cache holds; defaults to
+                `max_sequence_length`. `decode_step` may be called for indices `0..max_length-1`.
+
+        Returns:
+            Zeros `[batch_size, num_decoder_layers, 2, max_length, num_heads, head_dim]` in the
+            compute dtype (axis 2: keys, values), as keras-hub's `CachedMultiHeadAttention` uses.
+        """
+        max_length = self.max_sequence_length if max_length is None else max_length
+        shape = [
+            batch_size,
+            self.num_decoder_layers,
+            2,
+            max_length,
+            self.num_heads,
+            self.head_dim,
+        ]
+        return ops.zeros(shape, dtype=self.compute_dtype)
+
+    def cross_attention_cache(self, encoder_outputs) -> tf.Tensor:
+        """Keys and values of the decoder's attention over the encoder, computed once.
+
+        Optional: `decode_step` computes them itself at every step when not given them. Passing
+        this cache saves two `[source_length, hidden_dim] x [hidden_dim, hidden_dim]` products per
+        layer and step; it has a batch axis first, so beam search tiles and reorders it like the
+        encoder outputs.
+
+        Args:
+            encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
+
+        Returns:
+            `[batch, num_decoder_layers, 2, source_length, num_heads, head_dim]` in the compute
+            dtype.
+        """
+        encoder_outputs = ops.convert_to_tensor(encoder_outputs)
+        batch_size = ops.shape(encoder_outputs)[0]
+        empty_cross_cache = self._empty_cross_cache(encoder_outputs)
+        # A decoder layer fills its cross-attention cache from `encoder_outputs` alone; the
+        # one-token query and the self-attention cache only satisfy the layer's call contract.
+        query = ops.zeros([batch_size, 1, self.hidden_dim], dtype=encoder_outputs.dtype)
+        self_cache = ops.zeros(
+            [batch_size, 2, 1, self.num_heads, self.head_dim], dtype=encoder_outputs.dtype
+        )
+        caches = []
+        for layer in self.decoder_layers:
+            _, _, cross_cache = layer(
+                query,
+                encoder_outputs,
+                self_attention_cache=self_cache,
+                self_attention_cache_update_index=0,
+                cross_attention_cache=empty_cross_cache,
+                cross_attention_cache_update_index=0,
+                training=False,
+            )
+            caches.append(cross_cache)
+        return ops.stack(caches, axis=1)
+
+    def _empty_cross_cache(self, encoder_outputs):
+        shape = ops.shape(encoder_outputs)
+        return ops.zeros(
+            [shape[0], 2, shape[1], self.num_heads, self.head_dim], dtype=encoder_outputs.dtype
+        )
+
+    def decode_step(
+        self,
+        token_ids,
+        encoder_outputs,
+        source_padding_mask,
+        cache,
+        index,
+        cross_attention_cache=None,
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """Logits of the next token after the target token at position `index`, using the cache.
+
+        Feeding `target_in_ids[:, t]` for `t = 0, 1, ...` (BOS first) reproduces
+        `model(inputs, training=False)[:, t]`. Only position `index` is computed: the keys and
+        values of earlier positions come from `cache`, and this position's are written into it.
+        Shapes do not depend on `index`, so the step runs in `tf.while_loop` and under XLA.
+
+        Args:
+            token_ids: int `[batch]` (or `[batch, 1]`), the target token at position `index`.
+            encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
+            source_padding_mask: bool `[batch, source_length]` from `encode`.
+            cache: The self-attention cache, `initial_cache`'s shape, holding positions
+                `0..index-1`.
+            index: int scalar (Python or tensor), the position of `token_ids`.
+            cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`, to avoid
+                recomputing the encoder's keys and values at every step.
+
+        Returns:
+            `(logits, cache)`: float32 logits `[batch, vocabulary_size]` and the cache with
+            position `index` written.
+        """
+        token_ids = ops.reshape(ops.convert_to_tensor(token_ids, "int32"), [-1, 1])
+        encoder_outputs = ops.convert_to_tensor(encoder_outputs)
+        x = self._embed(self._target_embedding, token_ids, start_index=index, training=False)
+        if cross_attention_cache is None:
+            empty_cross_cache = self._empty_cross_cache(encoder_outputs)
+        layer_caches = []
+        for i, layer in enumerate(self.decoder_layers):
+            if cross_attention_cache is None:
+                layer_cross_cache, cross_update_index = empty_cross_cache, 0
+            else:
+                layer_cross_cache, cross_update_index = cross_attention_cache[:, i], None
+            x, layer_cache, _ = layer(
+                x,
+                encoder_outputs,
+                encoder_padding_mask=source_padding_mask,
+                self_attention_cache=cache[:, i],
+                self_attention_cache_update_index=index,
+                cross_attention_cache=layer_cross_cache,
+                cross_attention_cache_update_index=cross_update_index,
+                training=False,
+            )
+            layer_caches.append(layer_cache)
+        if self.normalize_first:
+            x = self.decoder_final_norm(x)
+        return self._logits(x)[:, 0], ops.stack(layer_caches, axis=1)
+
+    @classmethod
+    def from_preset(
+        cls,
+        preset: str,
+        vocabulary_size: int,
+        head: str | dict | heads.OutputHead = "softmax",
+        **overrides,
+    ) -> Seq2SeqTransformer:
+        """Builds a model of a named architecture (`tfscones.models.PRESETS`).
+
+        Args:
+            preset: `base` (SCONES paper, Table 1), `small` or `tiny`.
+            vocabulary_size: Size of the vocabulary.
+            head: The output head, or anything `tfscones.heads.get` accepts.
+            **overrides: Constructor arguments that replace the preset's (for example
+                `dropout=0.0`, `tie_embeddings=True`).
+
+        Returns:
+            A new, randomly initialised model.
+
+        Raises:
+            ValueError: If the preset is unknown.
+        """
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; presets: {sorted(PRESETS)}.")
+        arguments = {**PRESETS[preset], **overrides}
+        return cls(vocabulary_size=vocabulary_size, head=head, **arguments)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocabulary_size=self.vocabulary_size,
+            num_encoder_layers=self.num_encoder_layers,
+            num_decoder_layers=self.num_decoder_layers,
+            hidden_dim=self.hidden_dim,
+            num_heads=self.num_heads,
+            intermediate_dim=self.intermediate_dim,
+            dropout=self.dropout,
+            max_sequence_length=self.max_sequence_length,
+            head=heads.serialize(self.head),
+            tie_embeddings=self.tie_embeddings,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            normalize_first=self.normalize_first,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

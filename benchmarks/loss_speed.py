@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -120,16 +121,23 @@ def measure_peak_memory(name: str, tokens: int, vocab: int, xla: bool) -> int:
     return peak - before
 
 
-def peak_memory_in_fresh_process(name: str, tokens: int, vocab: int, xla: bool) -> int:
+def peak_memory_in_fresh_process(name: str, tokens: int, vocab: int, xla: bool) -> float:
+    """Peak extra bytes of one step in a fresh process; NaN (with its error shown) if it fails."""
     command = [sys.executable, "-m", "benchmarks.loss_speed", "--memory-of", name]
     command += ["--tokens", str(tokens), "--vocab", str(vocab)] + (["--xla"] if xla else [])
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    return json.loads(output.strip().splitlines()[-1])["peak_bytes"]
+    finished = subprocess.run(command, capture_output=True, text=True)
+    if finished.returncode != 0:
+        print(f"memory of {name} at {vocab} failed:\n{finished.stderr[-2000:]}", file=sys.stderr)
+        return math.nan
+    return json.loads(finished.stdout.strip().splitlines()[-1])["peak_bytes"]
 
 
-def print_table(rows: list[dict]) -> None:
+def print_header() -> None:
     header = f"{'vocab':>6} {'loss':<24} {'ms':>9} {'time×CE':>8} {'MiB':>8} {'mem×CE':>7} "
-    print(header + f"{'target':>7}  verdict")
+    print(header + f"{'target':>7}  verdict", flush=True)
+
+
+def print_rows(rows: list[dict]) -> None:
     for row in rows:
         target = row["target"]
         if target is None:
@@ -140,7 +148,8 @@ def print_table(rows: list[dict]) -> None:
         print(
             f"{row['vocab']:>6} {row['loss']:<24} {row['seconds'] * 1e3:>9.1f} "
             f"{row['time_ratio']:>8.2f} {row['peak_bytes'] / 2**20:>8.0f} "
-            f"{row['memory_ratio']:>7.2f} {target_text:>7}  {verdict}"
+            f"{row['memory_ratio']:>7.2f} {target_text:>7}  {verdict}",
+            flush=True,
         )
 
 
@@ -158,13 +167,14 @@ def main() -> None:
         return
     device = tf.config.list_physical_devices("GPU") or ["CPU"]
     print(f"device: {device[0]}, tokens: {args.tokens}, xla: {args.xla}, repeats: {args.repeats}")
-    rows = []
+    print_header()
     for vocab in args.vocab:
         seconds = time_all(args.tokens, vocab, args.repeats, args.xla)
         memory = {
             name: peak_memory_in_fresh_process(name, args.tokens, vocab, args.xla)
             for name in LOSSES
         }
+        rows = []
         for name, (_, _, target) in LOSSES.items():
             rows.append(
                 {
@@ -177,7 +187,7 @@ def main() -> None:
                     "target": target,
                 }
             )
-    print_table(rows)
+        print_rows(rows)
 
 
 if __name__ == "__main__":

@@ -29,10 +29,7 @@ class _TokenMean(keras.metrics.Mean):
         if self.pad_id is not None and targets.shape.rank >= 2:
             weights = tf.cast(tf.not_equal(targets, self.pad_id), tf.float32)
         if sample_weight is not None:
-            sample_weight = tf.cast(sample_weight, tf.float32)
-            while sample_weight.shape.rank < weights.shape.rank:
-                sample_weight = sample_weight[..., tf.newaxis]
-            weights = weights * sample_weight
+            weights = weights * losses.expand_to_rank(sample_weight, weights.shape.rank)
         return super().update_state(self.per_token_value(targets, logits), sample_weight=weights)
 
     def per_token_value(self, targets: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:

@@ -77,6 +77,14 @@ def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:
         return tf.identity(targets), logits
 
 
+def expand_to_rank(weights, rank: int) -> tf.Tensor:
+    """float32 weights with trailing axes added up to `rank` (per-example weights of sequences)."""
+    weights = tf.cast(tf.convert_to_tensor(weights), tf.float32)
+    while weights.shape.rank < rank:
+        weights = weights[..., tf.newaxis]
+    return weights
+
+
 def _squeeze_label_axis(targets: tf.Tensor, logits_rank: int | None) -> tf.Tensor:
     """Drops a trailing length-1 axis from targets given with the logits' rank ([B, 1] labels)."""
     if targets.shape.rank is not None and targets.shape.rank == logits_rank:
@@ -91,6 +99,11 @@ class _TokenLoss(keras.losses.Loss):
     The default reduction, `"mean_with_sample_weight"`, divides the weighted sum by the sum of
     the weights; the pad mask of sequence targets is folded into those weights, so the result is
     Σ_tokens loss · w / Σ_tokens w over non-pad tokens (w = 1 without sample weights).
+
+    Under a `tf.distribute` strategy with several replicas, each replica divides its sum by the
+    weight summed over all replicas (one all-reduce of a scalar), so that the summed gradients
+    are those of the mean over the global batch's tokens, whatever the split of the batch
+    across replicas.
     """
 
     def __init__(self, label_smoothing: float = 0.0, pad_id: int | None = PAD_ID, **kwargs):
@@ -103,13 +116,29 @@ class _TokenLoss(keras.losses.Loss):
     def __call__(self, y_true, y_pred, sample_weight=None):
         token_weights = self.token_weights(y_true, y_pred)
         if token_weights is not None and sample_weight is not None:
-            sample_weight = tf.cast(tf.convert_to_tensor(sample_weight), tf.float32)
-            while sample_weight.shape.rank < token_weights.shape.rank:
-                sample_weight = sample_weight[..., tf.newaxis]
-            token_weights = token_weights * sample_weight
+            token_weights = token_weights * expand_to_rank(sample_weight, token_weights.shape.rank)
         if token_weights is not None:
             sample_weight = token_weights
+        replica_context = tf.distribute.get_replica_context()
+        if (
+            self.reduction == "mean_with_sample_weight"
+            and replica_context is not None
+            and replica_context.num_replicas_in_sync > 1
+        ):
+            return self._replica_share(y_true, y_pred, sample_weight, replica_context)
         return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+
+    def _replica_share(self, y_true, y_pred, sample_weight, replica_context):
+        """This replica's Σ loss·w divided by Σ w over every replica's tokens."""
+        with tf.name_scope(self.name):
+            per_token = self.call(y_true, y_pred)
+            if sample_weight is None:
+                sample_weight = tf.ones_like(per_token)
+            sample_weight = expand_to_rank(sample_weight, per_token.shape.rank)
+            global_weight = replica_context.all_reduce(
+                tf.distribute.ReduceOp.SUM, tf.reduce_sum(sample_weight)
+            )
+            return tf.math.divide_no_nan(tf.reduce_sum(per_token * sample_weight), global_weight)
 
     def token_weights(self, y_true, y_pred) -> tf.Tensor | None:
         """1.0 for real tokens and 0.0 for pads of sequence targets; None when nothing is masked."""

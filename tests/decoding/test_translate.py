@@ -1,0 +1,118 @@
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfscones import heads
+from tfscones.data import Tokenizer, train_sentencepiece
+from tfscones.data.vocab_ids import EOS_ID, PAD_ID
+from tfscones.decoding import compiled_greedy_decode, source_ids_for_model, translate
+from tfscones.models import Seq2SeqTransformer
+
+WORDS = (
+    "the a cat dog bird fish sat ran flew swam on under over near mat tree house river garden "
+    "road big small old young red green blue yellow black white happy quiet loud fast slow "
+    "sees finds likes eats drinks water bread milk apple morning evening night today tomorrow "
+    "and but with without because when where who what why how Anna Tom Berlin London"
+).split()
+
+
+class CopyModel:
+    """A fake model that copies its source, EOS included: position t's logits peak at source[t].
+
+    It reads the source from the cross-attention cache, so the copy only works if the decoder
+    passes the cache on to every step.
+    """
+
+    head = heads.SoftmaxHead()
+
+    def __init__(self, vocabulary_size, max_sequence_length):
+        self.vocabulary_size = vocabulary_size
+        self.max_sequence_length = max_sequence_length
+
+    def encode(self, source_ids):
+        return tf.one_hot(source_ids, self.vocabulary_size), tf.not_equal(source_ids, PAD_ID)
+
+    def cross_attention_cache(self, encoder_outputs):
+        return encoder_outputs
+
+    def initial_cache(self, batch_size, max_length):
+        return tf.zeros([batch_size, max_length])
+
+    def decode_step(self, token_ids, encoder_outputs, mask, cache, index, cross_attention_cache):
+        last = tf.shape(cross_attention_cache)[1] - 1
+        return 10.0 * cross_attention_cache[:, tf.minimum(index, last)], cache
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices(WORDS, k=rng.randint(1, 8))) for _ in range(300)]
+    folder = tmp_path_factory.mktemp("spm")
+    text = folder / "train.txt"
+    text.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return Tokenizer.from_file(
+        train_sentencepiece([text], folder / "spm", vocab_size=90).model_file
+    )
+
+
+SENTENCES = [
+    "the big dog ran under the green tree",
+    "",
+    "a cat",
+    "the small red cat sat on a blue mat under a big green tree",
+    "dog",
+    "the house",
+]
+
+
+def test_translate_with_a_copy_model_returns_each_source_in_order(tokenizer):
+    model = CopyModel(tokenizer.vocab_size, max_sequence_length=64)
+    # Batches of 2 over sentences sorted by length: every batch mixes input positions.
+    assert translate(model, tokenizer, SENTENCES, batch_size=2) == SENTENCES
+    assert translate(model, tokenizer, tf.constant(SENTENCES), batch_size=4) == SENTENCES
+    assert translate(model, tokenizer, SENTENCES, batch_size=4, jit_compile=True) == SENTENCES
+    assert translate(model, tokenizer, []) == []
+
+
+def test_long_sources_are_truncated_and_keep_their_eos(tokenizer):
+    long_sentence = " ".join(["the big green tree"] * 6)
+    pieces = tokenizer.tokenize(tf.constant(long_sentence)).numpy()
+    assert len(pieces) > 12
+    ids = source_ids_for_model(tokenizer, tf.constant([long_sentence, "a cat"]), 12)
+    assert ids[0].numpy().tolist() == pieces[:11].tolist() + [EOS_ID]
+    assert ids[1].numpy().tolist() == tokenizer.tokenize(tf.constant("a cat")).numpy().tolist() + [
+        EOS_ID
+    ]
+    model = CopyModel(tokenizer.vocab_size, max_sequence_length=12)
+    (translation,) = translate(model, tokenizer, [long_sentence])
+    assert translation == tokenizer.detokenize(pieces[:11]).numpy().decode()
+
+
+def test_translate_with_a_tiny_transformer(tokenizer):
+    model = Seq2SeqTransformer.from_preset(
+        "tiny", vocabulary_size=tokenizer.vocab_size, head="sigmoid", max_sequence_length=16
+    )
+    translations = translate(model, tokenizer, SENTENCES, batch_size=4)
+    assert len(translations) == len(SENTENCES)
+    assert all(isinstance(text, str) for text in translations)
+    # Batching, sorting and padding change nothing: each sentence alone gives the same output.
+    alone = [translate(model, tokenizer, [sentence])[0] for sentence in SENTENCES]
+    assert translations == alone
+    # One trace for all those batch and source shapes.
+    assert compiled_greedy_decode(model).experimental_get_tracing_count() == 1
+    # The translations are the detokenised greedy ids of the padded sources.
+    source = source_ids_for_model(tokenizer, tf.constant(SENTENCES), 16).to_tensor()
+    output = compiled_greedy_decode(model)(source)
+    expected = [text.decode() for text in tokenizer.detokenize(output.ids).numpy()]
+    assert translations == expected
+    assert len(set(np.asarray(expected))) > 1
+
+
+def test_translate_rejects_bad_arguments(tokenizer):
+    model = CopyModel(tokenizer.vocab_size, max_sequence_length=8)
+    with pytest.raises(ValueError, match="batch_size"):
+        translate(model, tokenizer, ["a"], batch_size=0)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        translate(model, tokenizer, tf.constant([["a"]]))

@@ -1,0 +1,155 @@
+"""What every decoder does before its search: encode once, cache the encoder, bound the lengths.
+
+A decoder needs a model with the incremental interface of `Seq2SeqTransformer`:
+`encode(source_ids) -> (encoder_outputs, source_padding_mask)`, `cross_attention_cache(...)`,
+`initial_cache(batch_size, max_length)`, `decode_step(...) -> (logits, cache)`, plus `head`
+and `max_sequence_length`. `encode_source` runs the parts that do not depend on the target and
+returns them as an `EncodedSource`, a tuple of tensors with the batch first, so a beam or
+sampling decoder can tile or reorder it with `tf.nest.map_structure`.
+
+Length rule (fairseq's `--max-len-a/--max-len-b`): sentence `i` may produce at most
+`min(floor(a * source_length_i + b), max_output_length)` tokens, its EOS included, where
+`source_length_i` counts its non-pad source tokens (the source's EOS included) and
+`max_output_length` is the length of the decoding cache, a Python int so that shapes are static.
+The defaults a = 1.5, b = 10 leave room for a target half as long again as its source, plus a
+few tokens for very short sources (a one-word source still gets 10 or more tokens). fairseq's own
+defaults (a = 0, b = 200) are a fixed cap, which lets a model that fails to emit EOS run to 200
+tokens on every short sentence; a rule proportional to the source stops such runs early.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from tfscones.data.vocab_ids import PAD_ID
+
+DEFAULT_MAX_LENGTH_A = 1.5
+DEFAULT_MAX_LENGTH_B = 10
+
+
+class EncodedSource(NamedTuple):
+    """The source side of a batch, computed once and used by every decoding step.
+
+    Attributes:
+        encoder_outputs: `[batch, source_length, hidden_dim]` from `model.encode`.
+        source_padding_mask: bool `[batch, source_length]`, True at real tokens.
+        cross_attention_cache: The decoder's keys and values over the encoder,
+            `model.cross_attention_cache(encoder_outputs)`.
+        max_lengths: int32 `[batch]`, the most tokens each sentence may produce (EOS included),
+            between 1 and the decoder's `max_output_length`.
+    """
+
+    encoder_outputs: tf.Tensor
+    source_padding_mask: tf.Tensor
+    cross_attention_cache: tf.Tensor
+    max_lengths: tf.Tensor
+
+
+def max_output_length(model: Any, max_length: int | None = None) -> int:
+    """The static number of target positions a decoder allocates (the cache's length).
+
+    Args:
+        model: The model; its `max_sequence_length` is the default.
+        max_length: An explicit length, which may exceed the model's `max_sequence_length`.
+
+    Returns:
+        A positive Python int.
+
+    Raises:
+        ValueError: If the length is not positive.
+    """
+    length = int(model.max_sequence_length if max_length is None else max_length)
+    if length < 1:
+        raise ValueError(f"max_length must be positive, got {length}.")
+    return length
+
+
+def output_length_limits(
+    source_ids: tf.Tensor,
+    max_length_a: float,
+    max_length_b: float,
+    max_output_length: int,
+) -> tf.Tensor:
+    """Per-sentence output lengths, `clip(floor(a * source_length + b), 1, max_output_length)`.
+
+    Args:
+        source_ids: int `[batch, source_length]`, padded with 0.
+        max_length_a: Tokens allowed per source token.
+        max_length_b: Tokens allowed in addition.
+        max_output_length: The cap, the length of the decoding cache.
+
+    Returns:
+        int32 `[batch]`.
+    """
+    source_lengths = tf.reduce_sum(tf.cast(tf.not_equal(source_ids, PAD_ID), tf.float32), axis=1)
+    limits = tf.floor(max_length_a * source_lengths + max_length_b)
+    limits = tf.clip_by_value(limits, 1.0, float(max_output_length))
+    return tf.cast(limits, tf.int32)
+
+
+def encode_source(
+    model: Any,
+    source_ids: tf.Tensor,
+    max_output_length: int,
+    max_length_a: float = DEFAULT_MAX_LENGTH_A,
+    max_length_b: float = DEFAULT_MAX_LENGTH_B,
+) -> EncodedSource:
+    """Runs the encoder and the cross-attention projections once, and bounds each output length.
+
+    Args:
+        model: The model (see the module docstring for the interface it needs).
+        source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
+        max_output_length: The cap on output lengths (from `max_output_length`).
+        max_length_a: Output tokens allowed per source token.
+        max_length_b: Output tokens allowed in addition.
+
+    Returns:
+        The `EncodedSource`.
+
+    Raises:
+        ValueError: If `max_length_a` or `max_length_b` is negative or not finite.
+    """
+    for name, value in (("max_length_a", max_length_a), ("max_length_b", max_length_b)):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be finite and non-negative, got {value}.")
+    source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+    encoder_outputs, source_padding_mask = model.encode(source_ids)
+    return EncodedSource(
+        encoder_outputs=encoder_outputs,
+        source_padding_mask=source_padding_mask,
+        cross_attention_cache=model.cross_attention_cache(encoder_outputs),
+        max_lengths=output_length_limits(source_ids, max_length_a, max_length_b, max_output_length),
+    )
+
+
+def decode_step(
+    model: Any,
+    source: EncodedSource,
+    token_ids: tf.Tensor,
+    cache: tf.Tensor,
+    index: tf.Tensor | int,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """One step of `model.decode_step` with the encoder's tensors of `source`.
+
+    Args:
+        model: The model.
+        source: From `encode_source` (tiled or reordered like `token_ids` if need be).
+        token_ids: int32 `[batch]`, the target tokens at position `index` (BOS at 0).
+        cache: The self-attention cache holding positions `0..index-1`.
+        index: The position of `token_ids`.
+
+    Returns:
+        `(logits, cache)`: float32 logits `[batch, vocabulary_size]` of the token at position
+        `index + 1` and the updated cache.
+    """
+    return model.decode_step(
+        token_ids,
+        source.encoder_outputs,
+        source.source_padding_mask,
+        cache,
+        index,
+        cross_attention_cache=source.cross_attention_cache,
+    )

@@ -1,0 +1,1 @@
+"""The training program, its configs, the demo and the translate command."""

@@ -1,0 +1,307 @@
+"""The training program.
+
+    python -m training.train --config training/configs/demo_scones_a0.5.yaml [section.key=value ...]
+
+It trains (or reuses) a joint SentencePiece vocabulary, builds the `tf.data` pipeline, builds and
+compiles a `Seq2SeqTransformer` inside the configured `tf.distribute` strategy's scope, and fits
+it with: `BackupAndRestore` (a killed run started again resumes where it stopped), the last model
+after every epoch, dev BLEU after every epoch with the best model kept, TensorBoard logs, and an
+optional wall-clock budget. At the end it scores the test set with the best model.
+
+The run folder (`output_dir`, default `runs/<name>`) receives:
+    config.yaml          the resolved config
+    spm.model, spm.vocab the SentencePiece vocabulary
+    model.keras          the best model by dev BLEU (what `training.translate` loads)
+    checkpoints/last.keras, backup/, logs/ (TensorBoard), history.csv, results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+import yaml
+
+from tfscones import callbacks, heads, loss_metrics, metrics
+from tfscones.data import (
+    Tokenizer,
+    load_tfds_pairs,
+    read_parallel_text,
+    train_sentencepiece,
+    translation_dataset,
+)
+from tfscones.decoding import translate
+from tfscones.distribution import make_strategy, worker_index
+from tfscones.models import Seq2SeqTransformer
+from tfscones.schedules import WarmupInverseSqrt
+from training.config import ConfigError, ExperimentConfig, config_to_dict, load_config
+
+logger = logging.getLogger("training")
+
+
+def pairs_dataset(config: ExperimentConfig, split: str) -> tf.data.Dataset:
+    """The `(source, target)` string pairs of a split (`train`, `dev` or `test`).
+
+    Raises:
+        ConfigError: If the config does not say where the split is.
+    """
+    data = config.data
+    if data.source == "text":
+        source, target = getattr(data, f"{split}_source"), getattr(data, f"{split}_target")
+        if not source or not target:
+            raise ConfigError(f"data.{split}_source and data.{split}_target must be set.")
+        return read_parallel_text(source, target, on_bad_line=data.on_bad_line).dataset()
+    if data.source == "tfds":
+        if not (data.tfds_name and data.source_language and data.target_language):
+            raise ConfigError("data.tfds_name, source_language and target_language must be set.")
+        tfds_split = {"train": "train", "dev": data.dev_split, "test": data.test_split}[split]
+        return load_tfds_pairs(
+            data.tfds_name,
+            data.source_language,
+            data.target_language,
+            split=tfds_split,
+            data_dir=data.tfds_data_dir,
+        )
+    raise ConfigError(f"data.source must be text or tfds (got {data.source!r}).")
+
+
+def sentence_pairs(config: ExperimentConfig, split: str, limit: int | None = None):
+    """The pairs of a split as two lists of Python strings (for BLEU)."""
+    pairs = pairs_dataset(config, split)
+    if limit:
+        pairs = pairs.take(limit)
+    sources, targets = [], []
+    for source, target in pairs.as_numpy_iterator():
+        sources.append(source.decode("utf-8"))
+        targets.append(target.decode("utf-8"))
+    return sources, targets
+
+
+def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
+    """Trains the joint SentencePiece model on the training pairs, or reuses the run's."""
+    model_file = run_dir / "spm.model"
+    if not model_file.exists():
+        data = config.data
+        if data.source == "text":
+            inputs = [data.train_source, data.train_target]
+        else:
+            inputs = _write_training_text(config, run_dir)
+        train_sentencepiece(
+            inputs,
+            run_dir / "spm",
+            vocab_size=data.vocabulary_size,
+            input_sentence_size=data.sentencepiece_sample_lines,
+            seed=config.training.seed,
+        )
+    return Tokenizer.from_file(model_file)
+
+
+def _write_training_text(config: ExperimentConfig, run_dir: Path) -> list[Path]:
+    """Writes a sample of the TFDS training pairs to text files for SentencePiece."""
+    paths = [run_dir / "spm_source.txt", run_dir / "spm_target.txt"]
+    pairs = pairs_dataset(config, "train").take(config.data.sentencepiece_sample_lines)
+    with paths[0].open("w", encoding="utf-8") as sources, paths[1].open("w") as targets:
+        for source, target in pairs.as_numpy_iterator():
+            sources.write(source.decode("utf-8").replace("\n", " ") + "\n")
+            targets.write(target.decode("utf-8").replace("\n", " ") + "\n")
+    return paths
+
+
+def training_batches(config: ExperimentConfig, tokenizer: Tokenizer) -> tf.data.Dataset:
+    """Shuffled, repeated, token-batched training data, sharded by data across workers."""
+    data = config.data
+    batches = translation_dataset(
+        pairs_dataset(config, "train"),
+        tokenizer,
+        tokens_per_batch=data.tokens_per_batch,
+        max_length=data.max_length,
+        max_length_ratio=data.max_length_ratio,
+        shuffle_buffer_size=data.shuffle_buffer_size,
+        repeat=True,
+        seed=config.training.seed,
+    )
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return batches.with_options(options)
+
+
+def build_model(config: ExperimentConfig, vocabulary_size: int) -> Seq2SeqTransformer:
+    """A new model of the configured preset and head."""
+    arguments = dict(config.model.arguments)
+    arguments.setdefault("tie_embeddings", config.model.tie_embeddings)
+    arguments.setdefault("max_sequence_length", config.data.max_length + 2)
+    if config.model.dropout is not None:
+        arguments["dropout"] = config.model.dropout
+    return Seq2SeqTransformer.from_preset(
+        config.model.preset, vocabulary_size=vocabulary_size, head=config.model.head, **arguments
+    )
+
+
+def make_loss(config: ExperimentConfig, head: heads.OutputHead) -> keras.losses.Loss:
+    """The head's default loss with the configured arguments.
+
+    Raises:
+        ConfigError: If `loss.alpha` is set for a head other than SCONES.
+    """
+    arguments = {"label_smoothing": config.loss.label_smoothing}
+    if config.loss.alpha is not None:
+        if not isinstance(head, heads.SigmoidHead):
+            raise ConfigError(
+                f"loss.alpha is the SCONES weight; the {head.name} head takes no alpha "
+                "(an entmax head's alpha goes in model.head: {name: entmax, alpha: ...})."
+            )
+        arguments["alpha"] = config.loss.alpha
+    return head.loss(**arguments)
+
+
+def head_metrics(head: heads.OutputHead) -> list[keras.metrics.Metric]:
+    """Metrics that show what the head's loss is made of."""
+    if isinstance(head, heads.SigmoidHead):
+        return [loss_metrics.SconesPositiveTerm(), loss_metrics.SconesNegativeTerm()]
+    if isinstance(head, heads.EntmaxHead):
+        return [loss_metrics.EntmaxSupportSize(alpha=head.alpha, n_iter=head.n_iter)]
+    return []
+
+
+def make_optimizer(config: ExperimentConfig) -> keras.optimizers.Optimizer:
+    """Adam, AdamW or LAMB (the SCONES paper's) with warm-up and inverse-square-root decay.
+
+    Raises:
+        ConfigError: If the optimizer is unknown.
+    """
+    training = config.training
+    schedule = WarmupInverseSqrt(training.learning_rate, training.warmup_steps)
+    common = {"learning_rate": schedule, "clipnorm": training.clip_norm}
+    if training.optimizer == "adam":
+        return keras.optimizers.Adam(beta_1=0.9, beta_2=0.98, epsilon=1e-9, **common)
+    if training.optimizer == "adamw":
+        return keras.optimizers.AdamW(weight_decay=training.weight_decay, beta_2=0.98, **common)
+    if training.optimizer == "lamb":
+        return keras.optimizers.Lamb(weight_decay=training.weight_decay or None, **common)
+    raise ConfigError(
+        f"training.optimizer must be adam, adamw or lamb (got {training.optimizer!r})."
+    )
+
+
+def compiled_model(config: ExperimentConfig, vocabulary_size: int, strategy) -> keras.Model:
+    """Builds and compiles the model inside the strategy's scope."""
+    with strategy.scope():
+        model = build_model(config, vocabulary_size)
+        model.compile(
+            optimizer=make_optimizer(config),
+            loss=make_loss(config, model.head),
+            metrics=head_metrics(model.head),
+            jit_compile=config.training.jit_compile,
+        )
+    return model
+
+
+def training_callbacks(config, run_dir, tokenizer, dev_sources, dev_references):
+    """Backup and restore, last and best checkpoints, dev BLEU, TensorBoard, time budget."""
+    (run_dir / "checkpoints").mkdir(exist_ok=True)
+    return [
+        keras.callbacks.BackupAndRestore(
+            run_dir / "backup", save_freq=config.training.backup_every_steps
+        ),
+        callbacks.BleuEvaluation(
+            dev_sources, dev_references, tokenizer, best_model_path=run_dir / "model.keras"
+        ),
+        keras.callbacks.ModelCheckpoint(run_dir / "checkpoints" / "last.keras"),
+        keras.callbacks.TensorBoard(run_dir / "logs"),
+        keras.callbacks.CSVLogger(run_dir / "history.csv", append=True),
+        callbacks.TimeLimit(config.training.max_minutes),
+    ]
+
+
+def worker_run_dir(config: ExperimentConfig) -> Path:
+    """The run folder; workers other than the chief write to a subfolder of their own."""
+    index = worker_index() if config.training.strategy == "multi_worker" else 0
+    run_dir = config.run_dir if index == 0 else config.run_dir / f"worker-{index}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def run(config: ExperimentConfig) -> dict:
+    """Trains and evaluates one experiment; returns (and writes) its results.
+
+    Args:
+        config: The experiment.
+
+    Returns:
+        A dict with the best dev BLEU, test BLEU, steps trained and wall time.
+    """
+    started = time.monotonic()
+    keras.utils.set_random_seed(config.training.seed)
+    if config.training.mixed_precision:
+        keras.mixed_precision.set_global_policy(config.training.mixed_precision)
+    strategy = make_strategy(config.training.strategy, config.training.tpu)
+    run_dir = worker_run_dir(config)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    tokenizer = prepare_tokenizer(config, run_dir)
+    dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
+    model = compiled_model(config, tokenizer.vocab_size, strategy)
+    fit_callbacks = training_callbacks(config, run_dir, tokenizer, dev_sources, dev_references)
+    model.fit(
+        training_batches(config, tokenizer),
+        epochs=math.ceil(config.training.steps / config.training.steps_per_epoch),
+        steps_per_epoch=config.training.steps_per_epoch,
+        callbacks=fit_callbacks,
+        verbose=2,
+    )
+    results = {
+        "name": config.name,
+        "steps": int(model.optimizer.iterations.numpy()),
+        "best_dev_bleu": fit_callbacks[1].best_bleu,
+        "train_minutes": (time.monotonic() - started) / 60.0,
+    }
+    results.update(evaluate_test(config, run_dir, tokenizer, model))
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2))
+    logger.info("results: %s", results)
+    return results
+
+
+def evaluate_test(config, run_dir, tokenizer, model) -> dict:
+    """Greedy test BLEU and chrF of the best model (the last one if none was kept)."""
+    if not (config.data.test_source or config.data.source == "tfds"):
+        return {}
+    best = run_dir / "model.keras"
+    if best.exists():
+        model = keras.models.load_model(best)
+    sources, references = sentence_pairs(config, "test", config.data.test_sentences)
+    hypotheses = translate(model, tokenizer, sources)
+    (run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    bleu = metrics.corpus_bleu(hypotheses, references)
+    return {
+        "test_bleu": bleu.score,
+        "test_chrf": metrics.corpus_chrf(hypotheses, references).score,
+        "bleu_signature": metrics.bleu_signature(),
+    }
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line arguments: `--config FILE [--config FILE ...] [section.key=value ...]`."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", action="append", required=True, help="YAML config file")
+    parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of `python -m training.train`."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    arguments = parse_arguments(argv)
+    try:
+        config = load_config(arguments.config, arguments.overrides)
+    except ConfigError as error:
+        raise SystemExit(f"config error: {error}") from None
+    print(json.dumps(run(config), indent=2))
+
+
+if __name__ == "__main__":
+    main()

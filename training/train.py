@@ -4,7 +4,8 @@
 
 It trains (or reuses) a joint SentencePiece vocabulary, builds the `tf.data` pipeline, builds and
 compiles a `Seq2SeqTransformer` inside the configured `tf.distribute` strategy's scope, and fits
-it with: `BackupAndRestore` (a killed run started again resumes where it stopped), the last model
+it with: a backup every `training.backup_every_steps` steps (a killed run started again resumes
+at the step it last backed up, on the same data), the last model
 after every epoch, dev BLEU after every epoch with the best model kept, TensorBoard logs, and an
 optional wall-clock budget. At the end it scores the test set with the best model.
 
@@ -18,6 +19,7 @@ The run folder (`output_dir`, default `runs/<name>`) receives:
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import logging
 import math
@@ -203,20 +205,65 @@ def compiled_model(config: ExperimentConfig, vocabulary_size: int, strategy) -> 
 
 
 def training_callbacks(config, run_dir, tokenizer, dev_sources, dev_references):
-    """Backup and restore, last and best checkpoints, dev BLEU, TensorBoard, time budget."""
+    """Step backup, last and best checkpoints, dev BLEU, TensorBoard, CSV log, time budget."""
     (run_dir / "checkpoints").mkdir(exist_ok=True)
     return [
-        keras.callbacks.BackupAndRestore(
-            run_dir / "backup", save_freq=config.training.backup_every_steps
-        ),
         callbacks.BleuEvaluation(
-            dev_sources, dev_references, tokenizer, best_model_path=run_dir / "model.keras"
+            dev_sources,
+            dev_references,
+            tokenizer,
+            best_model_path=run_dir / "model.keras",
+            best_bleu=best_logged_bleu(run_dir / "history.csv"),
         ),
         keras.callbacks.ModelCheckpoint(run_dir / "checkpoints" / "last.keras"),
         keras.callbacks.TensorBoard(run_dir / "logs"),
         keras.callbacks.CSVLogger(run_dir / "history.csv", append=True),
         callbacks.TimeLimit(config.training.max_minutes),
+        callbacks.StepBackup(run_dir / "backup", config.training.backup_every_steps),
     ]
+
+
+def best_logged_bleu(history_csv: Path) -> float:
+    """The best dev BLEU an earlier (killed) run of this folder logged; -inf if none."""
+    if not history_csv.exists():
+        return -math.inf
+    with history_csv.open(encoding="utf-8") as rows:
+        scores = [float(row["val_bleu"]) for row in csv.DictReader(rows) if row.get("val_bleu")]
+    return max(scores, default=-math.inf)
+
+
+def fit(config: ExperimentConfig, model: keras.Model, batches: tf.data.Dataset, fit_callbacks):
+    """Trains up to `training.steps` optimizer steps, resuming from the run's backup.
+
+    A resumed run skips the batches the killed run consumed, finishes the interrupted epoch, then
+    runs the remaining epochs: it ends at the same step count, on the same data, as an
+    uninterrupted run.
+    """
+    steps_per_epoch = config.training.steps_per_epoch
+    epochs = math.ceil(config.training.steps / steps_per_epoch)
+    done = fit_callbacks[-1].restore(model)
+    epoch, step_in_epoch = divmod(done, steps_per_epoch)
+    batches = batches.skip(done)
+    if step_in_epoch:
+        model.fit(
+            batches,
+            initial_epoch=epoch,
+            epochs=epoch + 1,
+            steps_per_epoch=steps_per_epoch - step_in_epoch,
+            callbacks=fit_callbacks,
+            verbose=2,
+        )
+        epoch += 1
+        batches = batches.skip(steps_per_epoch - step_in_epoch)
+    if epoch < epochs and not model.stop_training:
+        model.fit(
+            batches,
+            initial_epoch=epoch,
+            epochs=epochs,
+            steps_per_epoch=steps_per_epoch,
+            callbacks=fit_callbacks,
+            verbose=2,
+        )
 
 
 def worker_run_dir(config: ExperimentConfig) -> Path:
@@ -247,17 +294,11 @@ def run(config: ExperimentConfig) -> dict:
     dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
     model = compiled_model(config, tokenizer.vocab_size, strategy)
     fit_callbacks = training_callbacks(config, run_dir, tokenizer, dev_sources, dev_references)
-    model.fit(
-        training_batches(config, tokenizer),
-        epochs=math.ceil(config.training.steps / config.training.steps_per_epoch),
-        steps_per_epoch=config.training.steps_per_epoch,
-        callbacks=fit_callbacks,
-        verbose=2,
-    )
+    fit(config, model, training_batches(config, tokenizer), fit_callbacks)
     results = {
         "name": config.name,
         "steps": int(model.optimizer.iterations.numpy()),
-        "best_dev_bleu": fit_callbacks[1].best_bleu,
+        "best_dev_bleu": fit_callbacks[0].best_bleu,
         "train_minutes": (time.monotonic() - started) / 60.0,
     }
     results.update(evaluate_test(config, run_dir, tokenizer, model))

@@ -378,6 +378,33 @@ class Seq2SeqTransformer(keras.Model):
             x = self.decoder_final_norm(x)
         return self._logits(x)[:, 0], ops.stack(layer_caches, axis=1)
 
+    def train_step(self, data):
+        """Keras's training step; under multi-worker training its logs get a leading axis of 1.
+
+        Keras 3.15 averages each worker's logs with `strategy.reduce("MEAN", value, axis=0)` under
+        `MultiWorkerMirroredStrategy`, which fails on the scalar metric values a step returns; with
+        a leading axis the reduction gives the scalar mean.
+        """
+        logs = super().train_step(data)
+        if isinstance(self.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            logs = tf.nest.map_structure(lambda value: tf.expand_dims(value, 0), logs)
+        return logs
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        """Builds from one replica's first batch instead of the batch reduced across replicas.
+
+        Keras 3.15 averages the first distributed batch with `strategy.reduce` before building,
+        which fails under `MultiWorkerMirroredStrategy` for dict inputs (keras-team/keras#20329)
+        and cannot work for token-bucketed batches whose shapes differ between replicas. Building
+        needs only the structure, dtypes and ranks, which every replica's batch has.
+        """
+        if iterator is not None and data_batch is None:
+            local_results = self.distribute_strategy.experimental_local_results
+            for _, _, batches in iterator:
+                data_batch = tf.nest.map_structure(lambda v: local_results(v)[0], next(batches))
+                break
+        super()._maybe_symbolic_build(data_batch=data_batch)
+
     @classmethod
     def from_preset(
         cls,

@@ -1,0 +1,139 @@
+"""The training program end to end on a slice of the demo corpus; kill-and-resume; multi-worker."""
+
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from training import train, translate
+from training.config import load_config
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+DEMO_CONFIG = REPOSITORY / "training" / "configs" / "demo_scones_a0.5.yaml"
+
+
+def read_history(run_dir: Path) -> list[dict]:
+    with (run_dir / "history.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_training_writes_checkpoints_logs_results_and_translates(tiny_overrides, tmp_path):
+    overrides = tiny_overrides + ["training.steps=4", "training.steps_per_epoch=2"]
+    config = load_config(DEMO_CONFIG, overrides)
+
+    results = train.run(config)
+
+    run_dir = tmp_path / "run"
+    assert results["steps"] == 4
+    assert json.loads((run_dir / "results.json").read_text())["steps"] == 4
+    assert 0.0 <= results["test_bleu"] <= 100.0 and results["best_dev_bleu"] >= 0.0
+    for name in ("config.yaml", "spm.model", "model.keras", "checkpoints/last.keras"):
+        assert (run_dir / name).is_file(), name
+    assert list((run_dir / "logs" / "train").glob("events.out.tfevents.*"))
+    history = read_history(run_dir)
+    assert [row["epoch"] for row in history] == ["0", "1"]
+    assert {"loss", "val_bleu", "scones_positive", "scones_negative"} <= set(history[0])
+    assert len((run_dir / "test.hyp").read_text(encoding="utf-8").splitlines()) == 12
+
+    output = tmp_path / "out.en"
+    source = tmp_path / "corpus" / "test.de"
+    translate.main(["--run", str(run_dir), "--input", str(source), "--output", str(output)])
+    assert len(output.read_text(encoding="utf-8").splitlines()) == 12
+
+
+def training_command(overrides: list[str]) -> list[str]:
+    return [sys.executable, "-m", "training.train", "--config", str(DEMO_CONFIG), *overrides]
+
+
+def wait_for_backup(backup_dir: Path, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if list(backup_dir.rglob("*.index")) or list(backup_dir.rglob("*.weights.h5")):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no backup in {backup_dir} (training exited with {process.poll()})")
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_from_its_backup_and_finishes_with_the_same_steps(
+    tiny_overrides, tmp_path
+):
+    overrides = tiny_overrides + [
+        "training.steps=60",
+        "training.steps_per_epoch=20",
+        "training.backup_every_steps=5",
+    ]
+    run_dir = tmp_path / "run"
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    first = subprocess.Popen(
+        training_command(overrides), cwd=REPOSITORY, env=environment, stderr=subprocess.DEVNULL
+    )
+    (run_dir / "backup").mkdir(parents=True, exist_ok=True)
+    wait_for_backup(run_dir / "backup", first, timeout=300)
+    time.sleep(3)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    epochs_before_kill = len(read_history(run_dir)) if (run_dir / "history.csv").exists() else 0
+    assert epochs_before_kill < 3, "the first run finished before it was killed"
+
+    second = subprocess.run(
+        training_command(overrides),
+        cwd=REPOSITORY,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert json.loads((run_dir / "results.json").read_text())["steps"] == 60
+    # The CSV log is appended to: a resumed run adds only the epochs the first one did not finish.
+    assert [row["epoch"] for row in read_history(run_dir)] == ["0", "1", "2"]
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.mark.slow
+def test_two_local_workers_train_under_multi_worker_mirrored_strategy(tiny_overrides, tmp_path):
+    overrides = tiny_overrides + [
+        "training.strategy=multi_worker",
+        "training.steps=6",
+        "training.steps_per_epoch=3",
+    ]
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
+    workers = []
+    for index in range(2):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        workers.append(
+            subprocess.Popen(
+                training_command(overrides),
+                cwd=REPOSITORY,
+                env={**os.environ, "TF_CONFIG": tf_config, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    outputs = [worker.communicate(timeout=600) for worker in workers]
+
+    for worker, (_, stderr) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, stderr[-3000:]
+    run_dir = tmp_path / "run"
+    assert json.loads((run_dir / "results.json").read_text())["steps"] == 6
+    assert json.loads((run_dir / "worker-1" / "results.json").read_text())["steps"] == 6
+    assert (run_dir / "model.keras").is_file()

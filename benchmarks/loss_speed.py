@@ -23,13 +23,13 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
+from benchmarks.peak_memory import peak_extra_bytes  # noqa: E402
 from tfscones import losses  # noqa: E402
 
 LOSSES = {
@@ -86,39 +86,11 @@ def time_all(tokens: int, vocab: int, repeats: int, xla: bool) -> dict[str, floa
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def current_rss_bytes() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 def measure_peak_memory(name: str, tokens: int, vocab: int, xla: bool) -> int:
     """Extra bytes one forward+backward step of `name` needs, in this process."""
     logits, targets = make_inputs(tokens, vocab)
     step = make_step(name, xla)
-    if tf.config.list_physical_devices("GPU"):
-        run_once(step, logits, targets)
-        tf.config.experimental.reset_memory_stats("GPU:0")
-        before = tf.config.experimental.get_memory_info("GPU:0")["current"]
-        run_once(step, logits, targets)
-        return tf.config.experimental.get_memory_info("GPU:0")["peak"] - before
-    run_once(step, logits, targets)
-    before = current_rss_bytes()
-    peak = before
-    stepping = threading.Event()
-    stepping.set()
-
-    def poll():
-        nonlocal peak
-        while stepping.is_set():
-            peak = max(peak, current_rss_bytes())
-            time.sleep(0.0005)
-
-    poller = threading.Thread(target=poll)
-    poller.start()
-    run_once(step, logits, targets)
-    stepping.clear()
-    poller.join()
-    return peak - before
+    return peak_extra_bytes(lambda: run_once(step, logits, targets))
 
 
 def peak_memory_in_fresh_process(name: str, tokens: int, vocab: int, xla: bool) -> float:

@@ -4,120 +4,24 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.decoding.prefix_table import (
+    HEADS,
+    SOURCE,
+    UNLIMITED,
+    VOCAB,
+    WIDTH,
+    PrefixTableModel,
+    brute_force_best,
+    code_of,
+    hypotheses,
+    make_table,
+    sentence_index,
+)
 from tfscones import activations, heads
-from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
+from tfscones.data.vocab_ids import EOS_ID
 from tfscones.decoding.beam import beam_search, diverse_beam_search, length_penalty_factor
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.models import Seq2SeqTransformer
-
-VOCAB = 6  # pad 0, eos 1, unk 2, bos 3 and two words, 4 and 5.
-WIDTH = 4  # At most 4 output tokens: every sequence can be enumerated.
-HEADS = ["softmax", "sigmoid", heads.EntmaxHead(alpha=1.5), heads.EntmaxHead(alpha=2.0)]
-# The fake model tells sentences apart by their first two tokens (`sentence_index`).
-SOURCE = tf.constant([[4, 5, 1], [5, 1, 0], [4, 4, 1], [5, 4, 1]], tf.int32)
-# max_length_a = 0 and max_length_b = WIDTH: every sentence may use the whole width.
-UNLIMITED = {"max_length_a": 0.0, "max_length_b": float(WIDTH)}
-
-
-class PrefixTableModel:
-    """A fake model whose logits are a function of the whole prefix: a table, one row per prefix.
-
-    Sentence `b`'s logits after the output tokens `t_1..t_i` are `table[b, code]`, where
-    `code` numbers the prefix (`sum t_j * VOCAB**(j-1)` plus an offset for its length). The
-    self-attention cache holds the fed tokens, so the model only sees a consistent prefix if the
-    decoder reorders the cache with its beams. Every sequence's score can then be computed
-    without the model, and the search's answer checked against brute force.
-    """
-
-    def __init__(self, table, head):
-        self.table = tf.constant(table, tf.float32)
-        self.head = heads.get(head)
-        self.max_sequence_length = WIDTH
-        self.steps = 0
-
-    def encode(self, source_ids):
-        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-        return tf.cast(source_ids, tf.float32)[..., None], tf.not_equal(source_ids, PAD_ID)
-
-    def cross_attention_cache(self, encoder_outputs):
-        return encoder_outputs
-
-    def initial_cache(self, batch_size, max_length):
-        return tf.zeros([batch_size, max_length], tf.int32)
-
-    def decode_step(self, token_ids, encoder_outputs, padding_mask, cache, index, **kwargs):
-        del padding_mask, kwargs
-        self.steps += 1
-        cache = tf.where(tf.range(tf.shape(cache)[1]) == index, token_ids[:, None], cache)
-        # Sentence number, recovered from the (tiled) encoder outputs' first source token.
-        code = prefix_code(cache[:, 1:], index)
-        sentence = (
-            tf.cast(encoder_outputs[:, 0, 0], tf.int32)
-            - 4
-            + 2 * tf.cast(encoder_outputs[:, 1, 0] == 4.0, tf.int32)
-        )
-        return tf.gather_nd(self.table, tf.stack([sentence, code], axis=1)), cache
-
-
-def prefix_code(tokens, length):
-    """Numbers the prefixes of every length: `offset(length) + sum tokens[j] * VOCAB**j`."""
-    powers = VOCAB ** tf.range(WIDTH - 1)
-    used = tf.cast(tf.range(WIDTH - 1) < length, tf.int32)
-    offset = (VOCAB**length - 1) // (VOCAB - 1)
-    return offset + tf.reduce_sum(tokens[:, : WIDTH - 1] * powers * used, axis=1)
-
-
-NUM_PREFIXES = sum(VOCAB**i for i in range(WIDTH))
-
-
-def sentence_index(source_row):
-    """The sentence number the fake model reads from a source row (matches `SOURCE` order)."""
-    return source_row[0] - 4 + 2 * int(source_row[1] == 4)
-
-
-def make_table(seed, scale=2.0):
-    """Random prefix logits for the 4 sentences; pad, unk and bos are never likely."""
-    rng = np.random.default_rng(seed)
-    table = scale * rng.normal(size=[4, NUM_PREFIXES, VOCAB]).astype(np.float32)
-    table[..., [PAD_ID, 2, BOS_ID]] = -8.0
-    return table
-
-
-def code_of(prefix):
-    offset = (VOCAB ** len(prefix) - 1) // (VOCAB - 1)
-    return offset + sum(token * VOCAB**j for j, token in enumerate(prefix))
-
-
-def all_hypotheses(log_scores, sentence, limit):
-    """Every finished hypothesis of a sentence with its summed log-score, by brute force."""
-    found = []
-    for length in range(1, limit + 1):
-        for tokens in itertools.product(range(VOCAB), repeat=length):
-            if EOS_ID in tokens[:-1] or (length < limit and tokens[-1] != EOS_ID):
-                continue
-            score = sum(log_scores[sentence, code_of(tokens[:i]), t] for i, t in enumerate(tokens))
-            if np.isfinite(score):
-                found.append((tokens, score))
-    return found
-
-
-def brute_force_best(table, head, n, length_penalty=0.0, limit=WIDTH):
-    log_scores = heads.get(head).log_scores(table).numpy()
-    best = []
-    for row in SOURCE.numpy():
-        found = all_hypotheses(log_scores, sentence_index(row), limit)
-        penalty = lambda tokens: ((5 + len(tokens)) / 6) ** length_penalty  # noqa: E731
-        found.sort(key=lambda item: -item[1] / penalty(item[0]))
-        best.append(found[:n])
-    return best
-
-
-def hypotheses(output, b):
-    return [
-        tuple(output.ids[b, i, : output.lengths[b, i]].numpy())
-        for i in range(output.ids.shape[1])
-        if output.lengths[b, i] > 0
-    ]
 
 
 @pytest.mark.parametrize("head", HEADS)

@@ -1,4 +1,4 @@
-"""Head-aware decoders: greedy, beam, diverse beam and sampling, each a `tf.while_loop`.
+"""Head-aware decoders: greedy, beam, diverse beam and sampling as `tf.while_loop`s; exact search.
 
 `encode_source` runs the encoder and the cross-attention projections once and bounds each
 sentence's output length; the decoders search with `model.decode_step` (eagerly, in
@@ -21,6 +21,7 @@ from tfscones.decoding.common import (
     max_output_length,
     output_length_limits,
 )
+from tfscones.decoding.exact import DEFAULT_STATE_BUDGET, ExactSearchResult, exact_search
 from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
 from tfscones.decoding.search import METHODS, NBest, Search
@@ -34,9 +35,11 @@ from tfscones.decoding.translate import (
 __all__ = [
     "DEFAULT_MAX_LENGTH_A",
     "DEFAULT_MAX_LENGTH_B",
+    "DEFAULT_STATE_BUDGET",
     "METHODS",
     "BeamOutput",
     "EncodedSource",
+    "ExactSearchResult",
     "GreedyOutput",
     "NBest",
     "SamplingOutput",
@@ -46,6 +49,7 @@ __all__ = [
     "decode_step",
     "diverse_beam_search",
     "encode_source",
+    "exact_search",
     "greedy_decode",
     "length_penalty_factor",
     "max_output_length",

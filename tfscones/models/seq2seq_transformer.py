@@ -259,6 +259,32 @@ class Seq2SeqTransformer(keras.Model):
         Returns:
             float32 logits `[batch, target_length, vocabulary_size]`.
         """
+        return self._logits(
+            self._decoder_states(target_in_ids, encoder_outputs, source_padding_mask, training)
+        )
+
+    def next_token_logits(self, prefix_ids, prefix_lengths, encoder_outputs, source_padding_mask):
+        """Logits of the token after each prefix, without a cache and without dropout.
+
+        Exact search scores prefixes that share no cache; it needs one position's logits per
+        prefix, so the output projection (the costly part with a large vocabulary) runs on
+        that position only.
+
+        Args:
+            prefix_ids: int `[batch, length]`, BOS first, padded with 0 after each prefix.
+            prefix_lengths: int `[batch]`, tokens in each prefix, BOS included (at least 1).
+            encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
+            source_padding_mask: bool `[batch, source_length]` from `encode`.
+
+        Returns:
+            float32 logits `[batch, vocabulary_size]`.
+        """
+        states = self._decoder_states(prefix_ids, encoder_outputs, source_padding_mask, False)
+        last = ops.take_along_axis(states, ops.reshape(prefix_lengths - 1, [-1, 1, 1]), axis=1)
+        return self._logits(last[:, 0])
+
+    def _decoder_states(self, target_in_ids, encoder_outputs, source_padding_mask, training):
+        """The decoder's final hidden states `[batch, target_length, hidden_dim]`."""
         target_ids = ops.convert_to_tensor(target_in_ids, "int32")
         x = self._embed(self._target_embedding, target_ids, training=training)
         for layer in self.decoder_layers:
@@ -270,7 +296,7 @@ class Seq2SeqTransformer(keras.Model):
             )
         if self.normalize_first:
             x = self.decoder_final_norm(x)
-        return self._logits(x)
+        return x
 
     def initial_cache(
         self, batch_size: int | tf.Tensor, max_length: int | None = None

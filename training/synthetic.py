@@ -20,7 +20,7 @@ import logging
 import time
 from pathlib import Path
 
-from tfscones.data import ibm3, read_parallel_text
+from tfscones.data import ibm3, read_sentence_pairs
 
 SPLIT_SEEDS = {"train": 0, "dev": 1, "test": 2}
 
@@ -45,22 +45,6 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--em-iterations", type=int, default=5, help="IBM Model 1 EM iterations")
     return parser.parse_args(argv)
-
-
-def read_pairs(source: Path, target: Path) -> tuple[list[str], list[str]]:
-    """The sentence pairs of two parallel files, checked by `read_parallel_text`."""
-    sources, targets = [], []
-    for source_batch, target_batch in (
-        read_parallel_text(source, target).dataset().batch(4096).as_numpy_iterator()
-    ):
-        sources += [line.decode("utf-8") for line in source_batch]
-        targets += [line.decode("utf-8") for line in target_batch]
-    return sources, targets
-
-
-def read_sentences(path: Path) -> list[str]:
-    """The lines of one file, checked as `read_parallel_text` checks each of a pair."""
-    return read_pairs(path, path)[0]
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -125,11 +109,11 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of `python -m training.synthetic`."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     arguments = parse_arguments(argv)
-    sources, targets = read_pairs(arguments.source, arguments.target)
+    sources, targets = read_sentence_pairs(arguments.source, arguments.target)
     splits = {"train": sources}
     for split, path in (("dev", arguments.dev_source), ("test", arguments.test_source)):
         if path:
-            splits[split] = read_sentences(path)
+            splits[split] = read_sentence_pairs(path, path)[0]
     started = time.monotonic()
     options = ibm3.EstimationOptions(em_iterations=arguments.em_iterations)
     parameters = ibm3.estimate_ibm3(sources, targets, options)

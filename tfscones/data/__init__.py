@@ -13,6 +13,7 @@ from tfscones.data.parallel_text import (
     ParallelText,
     ParallelTextError,
     read_parallel_text,
+    read_sentence_pairs,
 )
 from tfscones.data.sentencepiece_vocab import SentencePieceFiles, train_sentencepiece
 from tfscones.data.tfds_pairs import load_tfds_pairs
@@ -37,6 +38,7 @@ __all__ = [
     "load_tfds_pairs",
     "model_example",
     "read_parallel_text",
+    "read_sentence_pairs",
     "train_sentencepiece",
     "translation_dataset",
 ]

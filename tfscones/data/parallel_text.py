@@ -167,6 +167,34 @@ def read_parallel_text(
     return corpus
 
 
+def read_sentence_pairs(
+    source_file: str | os.PathLike, target_file: str | os.PathLike
+) -> tuple[list[str], list[str]]:
+    """Every sentence pair of two parallel files as lists of strings (a test set, a corpus).
+
+    The files are checked as `read_parallel_text` checks them, and any bad line is an error
+    that names the file and line. Pass the same file twice to read one file's sentences.
+
+    Args:
+        source_file: Source sentences, one a line, UTF-8.
+        target_file: Target sentences, aligned line by line with `source_file`.
+
+    Returns:
+        `(sources, targets)`, in file order.
+
+    Raises:
+        FileNotFoundError: If a file does not exist.
+        ParallelTextError: If the files have different line counts or a bad line.
+    """
+    sources, targets = [], []
+    for source_batch, target_batch in (
+        read_parallel_text(source_file, target_file).dataset().batch(4096).as_numpy_iterator()
+    ):
+        sources += [line.decode("utf-8") for line in source_batch]
+        targets += [line.decode("utf-8") for line in target_batch]
+    return sources, targets
+
+
 def _read_lines(path: Path) -> Iterator[bytes]:
     """Yields the lines of `path` as bytes, split at newlines, carriage returns removed."""
     with path.open("rb") as f:

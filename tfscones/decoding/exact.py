@@ -34,7 +34,7 @@ import tensorflow as tf
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.search import Search
-from tfscones.decoding.translate import compiled_search
+from tfscones.decoding.translate import compiled_search, source_ids_for_model
 
 DEFAULT_STATE_BUDGET = 1_000_000
 DEFAULT_ROWS_PER_CALL = 256
@@ -281,3 +281,42 @@ def _prefix_scorer(model: Any):
 
         _SCORERS[model] = score
     return _SCORERS[model]
+
+
+def exact_translate(
+    model: Any,
+    tokenizer: Any,
+    sentences: Sequence[str],
+    batch_size: int = 64,
+    state_budget: int = DEFAULT_STATE_BUDGET,
+    beam_size: int = 4,
+) -> list[tuple[str, ExactSearchResult]]:
+    """Exact search on sentences: each one's best translation as text, with its search result.
+
+    Sources are tokenised as `tfscones.decoding.translate` does (pieces, EOS, truncated to the
+    model's `max_sequence_length`) and searched `batch_size` at a time.
+
+    Args:
+        model: The model.
+        tokenizer: A `tfscones.data.Tokenizer` of the model's vocabulary.
+        sentences: Source sentences.
+        batch_size: Sentences searched side by side.
+        state_budget: Most prefixes a sentence may expand.
+        beam_size: Beam of the initial lower bound.
+
+    Returns:
+        Per sentence, in order, `(translation, ExactSearchResult)`.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}.")
+    translated = []
+    for start in range(0, len(sentences), batch_size):
+        batch = tf.constant(list(sentences[start : start + batch_size]), tf.string)
+        source_ids = source_ids_for_model(tokenizer, batch, model.max_sequence_length)
+        results = exact_search(
+            model, source_ids.to_tensor(PAD_ID), state_budget=state_budget, beam_size=beam_size
+        )
+        ids = tf.ragged.constant([list(result.ids) for result in results], tf.int32)
+        texts = tokenizer.detokenize(ids.to_tensor(PAD_ID)).numpy()
+        translated += [(t.decode("utf-8"), r) for t, r in zip(texts, results, strict=True)]
+    return translated

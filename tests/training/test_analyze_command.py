@@ -1,0 +1,76 @@
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfscones import model_errors
+from tfscones.data import Tokenizer
+from tfscones.decoding import Search, source_ids_for_model, translate
+from tfscones.metrics import corpus_bleu
+from tfscones.models import load_model
+from training import analyze, train
+from training.config import load_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
+BUDGET = 40
+
+
+@pytest.fixture
+def tiny_run(tiny_overrides, tmp_path):
+    config = load_config(
+        CONFIGS / "demo_scones_a0.2.yaml",
+        [*tiny_overrides, "training.steps=3", "training.steps_per_epoch=3"],
+    )
+    train.run(config)
+    return tmp_path / "run"
+
+
+def test_analyze_writes_a_consistent_report(tiny_run, tmp_path):
+    corpus = tmp_path / "corpus"
+    out = tmp_path / "report"
+    analyze.main(
+        ["--runs", str(tiny_run), "--source", str(corpus / "test.de")]
+        + ["--reference", str(corpus / "test.en"), "--limit", "6", "--exact-sentences", "3"]
+        + ["--state-budget", str(BUDGET), "--beams", "1", "2", "--out", str(out)]
+    )
+
+    report = json.loads((out / "report.json").read_text())["run"]
+    assert [point["beam_size"] for point in report["beam_curve"]] == [1, 2, 4]
+    sources = (corpus / "test.de").read_text(encoding="utf-8").splitlines()[:6]
+    references = (corpus / "test.en").read_text(encoding="utf-8").splitlines()[:6]
+    model = load_model(tiny_run / "model.keras")
+    tokenizer = Tokenizer.from_file(tiny_run / "spm.model")
+    greedy = translate(model, tokenizer, sources)
+    assert report["beam_curve"][0]["bleu"] == pytest.approx(corpus_bleu(greedy, references).score)
+
+    exact = report["exact"]
+    assert exact["sentences"] == 3 and exact["state_budget"] == BUDGET
+    assert all(1 <= states <= BUDGET for states in exact["states"])
+    beam4 = translate(model, tokenizer, sources[:3], search=Search("beam", beam_size=4))
+    assert exact["beam_bleu"] == pytest.approx(corpus_bleu(beam4, references[:3]).score)
+    source_ids = source_ids_for_model(tokenizer, tf.constant(sources[:3]), 32)
+    empty = model_errors.empty_translation_scores(model, source_ids)
+    assert report["empty_string_rate"] >= 0.0
+    np.testing.assert_allclose(exact["empty_scores"], empty, rtol=1e-4)
+    for point in report["beam_curve"]:
+        assert 0.0 <= point["search_error_rate"] <= 1.0
+    assert 0.0 <= report["forced"]["expected_calibration_error"] <= 1.0
+    assert report["forced"]["mean_support_size"] == model.vocabulary_size
+
+    table = (out / "report.md").read_text(encoding="utf-8")
+    assert "| run |" in table and "## Exact search" in table
+    for plot in ("bleu_vs_beam", "length_ratio_vs_beam", "search_errors_vs_beam", "reliability"):
+        assert (out / f"{plot}.png").stat().st_size > 0
+    assert (out / "exact_vs_empty.png").exists() and (out / "exact_states.png").exists()
+
+
+def test_analyze_names_a_bad_test_set(tmp_path, capsys):
+    source, reference = tmp_path / "a.de", tmp_path / "a.en"
+    source.write_text("eins\nzwei\n", encoding="utf-8")
+    reference.write_text("one\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="a.de"):
+        analyze.main(
+            ["--runs", str(tmp_path), "--source", str(source), "--reference", str(reference)]
+        )

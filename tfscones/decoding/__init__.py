@@ -21,7 +21,12 @@ from tfscones.decoding.common import (
     max_output_length,
     output_length_limits,
 )
-from tfscones.decoding.exact import DEFAULT_STATE_BUDGET, ExactSearchResult, exact_search
+from tfscones.decoding.exact import (
+    DEFAULT_STATE_BUDGET,
+    ExactSearchResult,
+    exact_search,
+    exact_translate,
+)
 from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
 from tfscones.decoding.search import METHODS, NBest, Search
@@ -50,6 +55,7 @@ __all__ = [
     "diverse_beam_search",
     "encode_source",
     "exact_search",
+    "exact_translate",
     "greedy_decode",
     "length_penalty_factor",
     "max_output_length",

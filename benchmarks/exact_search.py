@@ -1,0 +1,70 @@
+"""Exact search: states explored per second and per sentence, for each trained model.
+
+    python -m benchmarks.exact_search --runs runs/multi30k-softmax runs/multi30k-scones-a0.2 \
+        --sentences ../shared/data/multi30k-en-de/test_2016_flickr.en --count 50 --budget 5000
+
+Runs `tfscones.decoding.exact_translate` on the first `--count` sentences of each run (64
+searched side by side, prefixes scored in batched model calls of up to 256 rows) and prints one
+row per run: states per second (the search's own time, its initial beam-4 search included, the
+scorer traced beforehand), the distribution of states per sentence, and the fraction of
+sentences that reached the budget without proving their translation optimal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from tfscones.data import Tokenizer, read_sentence_pairs  # noqa: E402
+from tfscones.decoding import exact_translate  # noqa: E402
+from tfscones.models import load_model  # noqa: E402
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, nargs="+", required=True)
+    parser.add_argument("--sentences", type=Path, required=True, help="source sentences")
+    parser.add_argument("--count", type=int, default=50)
+    parser.add_argument("--budget", type=int, default=5000, help="states per sentence")
+    return parser.parse_args()
+
+
+def main() -> None:
+    arguments = parse_arguments()
+    sentences = read_sentence_pairs(arguments.sentences, arguments.sentences)[0]
+    sentences = sentences[: arguments.count]
+    print(f"exact search, {len(sentences)} sentences, budget {arguments.budget:,} states")
+    print(
+        f"| {'run':<28} | states/s | median | p90 | p99 | max | budget hit | seconds |\n"
+        f"|{'-' * 30}|---|---|---|---|---|---|---|"
+    )
+    for run in arguments.runs:
+        model = load_model(run / "model.keras")
+        tokenizer = Tokenizer.from_file(run / "spm.model")
+        exact_translate(model, tokenizer, sentences[:2], state_budget=10)  # Traces the scorer.
+        started = time.perf_counter()
+        results = [
+            result
+            for _, result in exact_translate(
+                model, tokenizer, sentences, state_budget=arguments.budget
+            )
+        ]
+        seconds = time.perf_counter() - started
+        states = np.array([result.states for result in results])
+        hit = np.mean([not result.complete for result in results])
+        print(
+            f"| {run.name:<28} | {states.sum() / seconds:.0f} | {np.median(states):.0f} "
+            f"| {np.percentile(states, 90):.0f} | {np.percentile(states, 99):.0f} "
+            f"| {states.max()} | {100 * hit:.0f}% | {seconds:.0f} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

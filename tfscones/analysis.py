@@ -157,9 +157,9 @@ class ModelAnalysis:
     forced: ForcedStatistics
     seconds: float
 
-    def beam(self, beam_size: int) -> BeamPoint:
-        """The beam curve's point of a beam size."""
-        return next(point for point in self.beam_curve if point.beam_size == beam_size)
+    def beam(self, beam_size: int) -> BeamPoint | None:
+        """The beam curve's point of a beam size, or None if the curve has no such beam."""
+        return next((point for point in self.beam_curve if point.beam_size == beam_size), None)
 
 
 def analyze_model(

@@ -73,10 +73,10 @@ def summary_table(analyses: dict[str, ModelAnalysis]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, analysis in analyses.items():
-        exact = analysis.exact
+        exact, greedy = analysis.exact, analysis.beam(1)
         cells = [
             name,
-            _number(analysis.beam(1).bleu),
+            _number(greedy.bleu) if greedy else "-",
             _number(analysis.beam(4).bleu),
             _number(exact.bleu) if exact else "-",
             _number(exact.beam_bleu) if exact else "-",
@@ -270,10 +270,10 @@ def plot_exact_states(analyses: dict[str, ModelAnalysis], path: Path) -> None:
 def write_report(analyses: dict[str, ModelAnalysis], source: Path, out: Path, seconds: float):
     """`report.md`, `report.json` and the plots, in `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    lines = report_lines(analyses, source, seconds)
-    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     raw = {name: dataclasses.asdict(analysis) for name, analysis in analyses.items()}
     (out / "report.json").write_text(json.dumps(raw, indent=1), encoding="utf-8")
+    lines = report_lines(analyses, source, seconds)
+    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     plot_beam_curves(analyses, "bleu", "BLEU", out / "bleu_vs_beam.png")
     plot_beam_curves(analyses, "length_ratio", "length ratio", out / "length_ratio_vs_beam.png")
     plot_reliability(analyses, out / "reliability.png")

@@ -65,6 +65,16 @@ def test_analyze_writes_a_consistent_report(tiny_run, tmp_path):
         assert (out / f"{plot}.png").stat().st_size > 0
     assert (out / "exact_vs_empty.png").exists() and (out / "exact_states.png").exists()
 
+    beam_4_only = tmp_path / "beam-4-only"
+    analyze.main(
+        ["--runs", str(tiny_run), "--source", str(corpus / "test.de")]
+        + ["--reference", str(corpus / "test.en"), "--limit", "3", "--exact-sentences", "0"]
+        + ["--beams", "4", "--out", str(beam_4_only)]
+    )
+    summary = (beam_4_only / "report.md").read_text(encoding="utf-8").split("## BLEU")[0]
+    assert "| run | - |" in summary  # No greedy BLEU without beam 1.
+    assert json.loads((beam_4_only / "report.json").read_text())["run"]["exact"] is None
+
 
 def test_analyze_names_a_bad_test_set(tmp_path, capsys):
     source, reference = tmp_path / "a.de", tmp_path / "a.en"

@@ -168,7 +168,8 @@ def exact_search(
     ```
 
     Args:
-        model: The model (the decoding interface of `tfscones.decoding.common`).
+        model: The model: the decoding interface of `tfscones.decoding.common` (for the
+            initial beam search) and `next_token_logits`, as `Seq2SeqTransformer` has them.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         state_budget: Most prefixes a sentence may expand before it stops (incomplete).
         beam_size: Beam of the search that gives the initial lower bound.

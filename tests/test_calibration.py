@@ -90,16 +90,12 @@ def tokenizer(tmp_path_factory):
 
 
 def tiny_model(vocabulary_size, head):
-    return Seq2SeqTransformer(
+    return Seq2SeqTransformer.from_preset(
+        "tiny",
         vocabulary_size=vocabulary_size,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        hidden_dim=16,
-        num_heads=2,
-        intermediate_dim=32,
+        head=head,
         dropout=0.0,
         max_sequence_length=MAX_LENGTH,
-        head=head,
     )
 
 

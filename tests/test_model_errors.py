@@ -21,16 +21,8 @@ NEG_INF = -np.inf
 
 
 def tiny_model(head):
-    return Seq2SeqTransformer(
-        vocabulary_size=VOCAB,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        hidden_dim=16,
-        num_heads=2,
-        intermediate_dim=32,
-        dropout=0.0,
-        max_sequence_length=8,
-        head=head,
+    return Seq2SeqTransformer.from_preset(
+        "tiny", vocabulary_size=VOCAB, head=head, dropout=0.0, max_sequence_length=8
     )
 
 

@@ -16,6 +16,7 @@ calibration error (Table 6) and mean support size (Table 5). Writes `OUT/report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -187,84 +188,79 @@ def report_lines(analyses: dict[str, ModelAnalysis], source: Path, seconds: floa
     return lines
 
 
-def plot_beam_curves(analyses: dict[str, ModelAnalysis], field: str, label: str, path: Path):
-    """One line per model of a `BeamPoint` field against the beam size (log scale)."""
-    figure, axes = plt.subplots(figsize=(6, 4))
-    for name, analysis in analyses.items():
-        points = [p for p in analysis.beam_curve if getattr(p, field) is not None]
-        scale = 100.0 if field == "search_error_rate" else 1.0
-        axes.plot(
-            [p.beam_size for p in points],
-            [scale * getattr(p, field) for p in points],
-            marker="o",
-            label=name,
-        )
-    axes.set_xscale("log", base=2)
-    axes.set_xlabel("beam size")
-    axes.set_ylabel(label)
+@contextlib.contextmanager
+def _figure(path: Path, size: tuple[float, float]):
+    """Axes to draw on; on leaving, a legend is added and the figure saved to `path`."""
+    figure, axes = plt.subplots(figsize=size)
+    yield axes
     axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def plot_beam_curves(analyses: dict[str, ModelAnalysis], field: str, label: str, path: Path):
+    """One line per model of a `BeamPoint` field against the beam size (log scale)."""
+    with _figure(path, (6, 4)) as axes:
+        for name, analysis in analyses.items():
+            points = [p for p in analysis.beam_curve if getattr(p, field) is not None]
+            scale = 100.0 if field == "search_error_rate" else 1.0
+            axes.plot(
+                [p.beam_size for p in points],
+                [scale * getattr(p, field) for p in points],
+                marker="o",
+                label=name,
+            )
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel("beam size")
+        axes.set_ylabel(label)
 
 
 def plot_exact_vs_empty(analyses: dict[str, ModelAnalysis], path: Path) -> None:
     """SCONES Fig. 6: mean and standard deviation of exact-search and empty log scores."""
-    figure, axes = plt.subplots(figsize=(6, 4))
-    names = [name for name, a in analyses.items() if a.exact]
-    for offset, (kind, label) in enumerate(
-        (("exact_scores", "exact search"), ("empty_scores", "empty translation"))
-    ):
-        summaries = [score_summary(getattr(analyses[name].exact, kind)) for name in names]
-        means = [summary.mean for summary in summaries]
-        stds = [summary.std for summary in summaries]
-        positions = [i + 0.2 * (2 * offset - 1) for i in range(len(names))]
-        axes.errorbar(positions, means, yerr=stds, fmt="o", capsize=3, label=label)
-    axes.set_xticks(range(len(names)), names, rotation=20, fontsize=8)
-    axes.set_ylabel("log score")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    with _figure(path, (6, 4)) as axes:
+        names = [name for name, a in analyses.items() if a.exact]
+        for offset, (kind, label) in enumerate(
+            (("exact_scores", "exact search"), ("empty_scores", "empty translation"))
+        ):
+            summaries = [score_summary(getattr(analyses[name].exact, kind)) for name in names]
+            means = [summary.mean for summary in summaries]
+            stds = [summary.std for summary in summaries]
+            positions = [i + 0.2 * (2 * offset - 1) for i in range(len(names))]
+            axes.errorbar(positions, means, yerr=stds, fmt="o", capsize=3, label=label)
+        axes.set_xticks(range(len(names)), names, rotation=20, fontsize=8)
+        axes.set_ylabel("log score")
 
 
 def plot_reliability(analyses: dict[str, ModelAnalysis], path: Path) -> None:
     """Reliability diagram: accuracy against mean confidence per bin, the diagonal for reference."""
-    figure, axes = plt.subplots(figsize=(5, 5))
-    axes.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
-    for name, analysis in analyses.items():
-        pairs = [
-            (confidence, accuracy)
-            for confidence, accuracy in zip(
-                analysis.forced.bin_confidence, analysis.forced.bin_accuracy, strict=True
-            )
-            if not math.isnan(confidence)
-        ]
-        ece = analysis.forced.expected_calibration_error
-        axes.plot(*zip(*pairs, strict=True), marker="o", label=f"{name} (ECE {ece:.3f})")
-    axes.set_xlabel("confidence")
-    axes.set_ylabel("accuracy")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    with _figure(path, (5, 5)) as axes:
+        axes.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
+        for name, analysis in analyses.items():
+            pairs = [
+                (confidence, accuracy)
+                for confidence, accuracy in zip(
+                    analysis.forced.bin_confidence, analysis.forced.bin_accuracy, strict=True
+                )
+                if not math.isnan(confidence)
+            ]
+            ece = analysis.forced.expected_calibration_error
+            axes.plot(*zip(*pairs, strict=True), marker="o", label=f"{name} (ECE {ece:.3f})")
+        axes.set_xlabel("confidence")
+        axes.set_ylabel("accuracy")
 
 
 def plot_exact_states(analyses: dict[str, ModelAnalysis], path: Path) -> None:
     """Per-sentence states explored by exact search, sorted (a budget hit is the plateau)."""
-    figure, axes = plt.subplots(figsize=(6, 4))
-    for name, analysis in analyses.items():
-        if analysis.exact:
-            states = sorted(analysis.exact.states)
-            fractions = [(i + 1) / len(states) for i in range(len(states))]
-            axes.plot(states, fractions, label=name)
-    axes.set_xscale("log")
-    axes.set_xlabel("states explored per sentence")
-    axes.set_ylabel("fraction of sentences")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    with _figure(path, (6, 4)) as axes:
+        for name, analysis in analyses.items():
+            if analysis.exact:
+                states = sorted(analysis.exact.states)
+                fractions = [(i + 1) / len(states) for i in range(len(states))]
+                axes.plot(states, fractions, label=name)
+        axes.set_xscale("log")
+        axes.set_xlabel("states explored per sentence")
+        axes.set_ylabel("fraction of sentences")
 
 
 def write_report(analyses: dict[str, ModelAnalysis], source: Path, out: Path, seconds: float):

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from tfscones import model_errors
 from tfscones.data import Tokenizer
-from tfscones.decoding import Search, source_ids_for_model, translate
+from tfscones.decoding import Search, source_ids_for_model, translate, translate_nbest
 from tfscones.metrics import corpus_bleu
 from tfscones.models import load_model
 from training import analyze, train
@@ -15,6 +15,7 @@ from training.config import load_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
 BUDGET = 40
+BEAM4 = Search("beam", beam_size=4)
 
 
 @pytest.fixture
@@ -48,12 +49,14 @@ def test_analyze_writes_a_consistent_report(tiny_run, tmp_path):
     exact = report["exact"]
     assert exact["sentences"] == 3 and exact["state_budget"] == BUDGET
     assert all(1 <= states <= BUDGET for states in exact["states"])
-    beam4 = translate(model, tokenizer, sources[:3], search=Search("beam", beam_size=4))
+    beam4 = translate(model, tokenizer, sources[:3], search=BEAM4)
     assert exact["beam_bleu"] == pytest.approx(corpus_bleu(beam4, references[:3]).score)
-    source_ids = source_ids_for_model(tokenizer, tf.constant(sources[:3]), 32)
+    source_ids = source_ids_for_model(tokenizer, tf.constant(sources), 32)
     empty = model_errors.empty_translation_scores(model, source_ids)
-    assert report["empty_string_rate"] >= 0.0
-    np.testing.assert_allclose(exact["empty_scores"], empty, rtol=1e-4)
+    np.testing.assert_allclose(exact["empty_scores"], empty[:3], rtol=1e-4)
+    beam4_scores = [row[0][1] for row in translate_nbest(model, tokenizer, sources, search=BEAM4)]
+    expected_rate = model_errors.empty_string_rate(empty, np.array(beam4_scores))
+    assert report["empty_string_rate"] == pytest.approx(expected_rate)
     for point in report["beam_curve"]:
         assert 0.0 <= point["search_error_rate"] <= 1.0
     assert 0.0 <= report["forced"]["expected_calibration_error"] <= 1.0

@@ -243,6 +243,22 @@ def best_logged_bleu(history_csv: Path) -> float:
     return max(scores, default=-math.inf)
 
 
+def keep_logged_epochs(history_csv: Path, epochs: int) -> None:
+    """Drops the rows of epochs from `epochs` on, which a resumed run trains and logs again.
+
+    A run killed after logging an epoch but before backing its end up resumes inside that
+    epoch; without this, the appended CSV log would hold the epoch twice.
+    """
+    if not history_csv.exists():
+        return
+    with history_csv.open(encoding="utf-8", newline="") as file:
+        rows = list(csv.reader(file))
+    kept = rows[:1] + [row for row in rows[1:] if int(row[0]) < epochs]
+    if len(kept) < len(rows):
+        with history_csv.open("w", encoding="utf-8", newline="") as file:
+            csv.writer(file).writerows(kept)
+
+
 def fit(config: ExperimentConfig, model: keras.Model, batches: tf.data.Dataset, fit_callbacks):
     """Trains up to `training.steps` optimizer steps, resuming from the run's backup.
 
@@ -254,6 +270,9 @@ def fit(config: ExperimentConfig, model: keras.Model, batches: tf.data.Dataset, 
     epochs = math.ceil(config.training.steps / steps_per_epoch)
     done = fit_callbacks[-1].restore(model)
     epoch, step_in_epoch = divmod(done, steps_per_epoch)
+    for callback in fit_callbacks:
+        if isinstance(callback, keras.callbacks.CSVLogger):
+            keep_logged_epochs(Path(callback.filename), epoch)
     batches = batches.skip(done)
     if step_in_epoch:
         model.fit(

@@ -164,3 +164,12 @@ def test_two_local_workers_train_under_multi_worker_mirrored_strategy(tiny_overr
     assert json.loads((run_dir / "results.json").read_text())["steps"] == 6
     assert json.loads((run_dir / "worker-1" / "results.json").read_text())["steps"] == 6
     assert (run_dir / "model.keras").is_file()
+
+
+def test_a_resumed_run_forgets_the_logged_epochs_it_trains_again(tmp_path):
+    history = tmp_path / "history.csv"
+    history.write_text("epoch,loss\n0,4.0\n1,3.0\n", encoding="utf-8")
+    train.keep_logged_epochs(history, 1)
+    assert history.read_text(encoding="utf-8").splitlines() == ["epoch,loss", "0,4.0"]
+    train.keep_logged_epochs(history, 5)
+    assert history.read_text(encoding="utf-8").splitlines() == ["epoch,loss", "0,4.0"]

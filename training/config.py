@@ -26,13 +26,15 @@ class DataConfig:
     """Where the sentence pairs come from and how they are cut into batches.
 
     `source: text` reads aligned files (`train_source`, `train_target`, ... paths relative to the
-    working directory); `source: tfds` reads `tfds_name` (e.g. `wmt19_translate/de-en`) with
-    `source_language`/`target_language` from `tfds_data_dir`.
+    working directory; the training side may list several files, read one after the other, as
+    `train_source: [a.de, b.de]` with `train_target: [a.en, b.en]`); `source: tfds` reads
+    `tfds_name` (e.g. `wmt19_translate/de-en`) with `source_language`/`target_language` from
+    `tfds_data_dir`.
     """
 
     source: str = "text"
-    train_source: str | None = None
-    train_target: str | None = None
+    train_source: str | list | None = None
+    train_target: str | list | None = None
     dev_source: str | None = None
     dev_target: str | None = None
     test_source: str | None = None
@@ -82,18 +84,30 @@ class LossConfig:
 
 @dataclasses.dataclass
 class TrainingConfig:
-    """How to optimise, for how long, where, and how often to evaluate and back up."""
+    """How to optimise, for how long, where, and how often to evaluate and back up.
+
+    `schedule` is `cosine` or `linear` (warm-up, then decay to `final_learning_rate_fraction` of
+    the peak by the end of the run: after `steps`, or when `max_minutes` is spent, whichever comes
+    first) or `inverse_sqrt` (the original Transformer's, which never decays to zero).
+    `ema_momentum` evaluates and keeps the optimizer's moving average of the weights;
+    `average_checkpoints: N` keeps the last N epoch checkpoints and, at the end, keeps their mean
+    as the best model if it has the better dev BLEU.
+    """
 
     strategy: str = "default"
     tpu: str | None = None
     optimizer: str = "adam"
     learning_rate: float = 1e-3
+    schedule: str = "cosine"
     warmup_steps: int = 4000
+    final_learning_rate_fraction: float = 0.0
     weight_decay: float = 0.0
     clip_norm: float | None = 1.0
     steps: int = 100_000
     steps_per_epoch: int = 1000
     max_minutes: float | None = None
+    ema_momentum: float | None = None
+    average_checkpoints: int = 0
     mixed_precision: str | None = None
     jit_compile: Any = "auto"
     backup_every_steps: int = 200

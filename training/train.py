@@ -31,6 +31,7 @@ import tensorflow as tf
 import yaml
 
 from tfscones import callbacks, heads, loss_metrics, metrics
+from tfscones.averaging import average_checkpoints
 from tfscones.data import (
     Tokenizer,
     load_tfds_pairs,
@@ -41,7 +42,7 @@ from tfscones.data import (
 from tfscones.decoding import translate
 from tfscones.distribution import make_strategy, worker_index
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer, load_model
-from tfscones.schedules import WarmupInverseSqrt
+from tfscones.schedules import make_schedule
 from training.config import ConfigError, ExperimentConfig, config_to_dict, load_config
 
 logger = logging.getLogger("training")
@@ -55,10 +56,11 @@ def pairs_dataset(config: ExperimentConfig, split: str) -> tf.data.Dataset:
     """
     data = config.data
     if data.source == "text":
-        source, target = getattr(data, f"{split}_source"), getattr(data, f"{split}_target")
-        if not source or not target:
-            raise ConfigError(f"data.{split}_source and data.{split}_target must be set.")
-        return read_parallel_text(source, target, on_bad_line=data.on_bad_line).dataset()
+        pairs = None
+        for source, target in text_files(config, split):
+            corpus = read_parallel_text(source, target, on_bad_line=data.on_bad_line).dataset()
+            pairs = corpus if pairs is None else pairs.concatenate(corpus)
+        return pairs
     if data.source == "tfds":
         if not (data.tfds_name and data.source_language and data.target_language):
             raise ConfigError("data.tfds_name, source_language and target_language must be set.")
@@ -71,6 +73,26 @@ def pairs_dataset(config: ExperimentConfig, split: str) -> tf.data.Dataset:
             data_dir=data.tfds_data_dir,
         )
     raise ConfigError(f"data.source must be text or tfds (got {data.source!r}).")
+
+
+def text_files(config: ExperimentConfig, split: str) -> list[tuple[str, str]]:
+    """The `(source, target)` file pairs of a split of a `source: text` config.
+
+    Raises:
+        ConfigError: If the files are not set, or the two sides list different numbers of files.
+    """
+    source = getattr(config.data, f"{split}_source")
+    target = getattr(config.data, f"{split}_target")
+    if not source or not target:
+        raise ConfigError(f"data.{split}_source and data.{split}_target must be set.")
+    sources = [source] if isinstance(source, str) else source
+    targets = [target] if isinstance(target, str) else target
+    if len(sources) != len(targets) or not all(isinstance(f, str) for f in sources + targets):
+        raise ConfigError(
+            f"data.{split}_source and data.{split}_target must be two file names or two lists "
+            f"of as many file names (got {source!r} and {target!r})."
+        )
+    return list(zip(sources, targets, strict=True))
 
 
 def sentence_pairs(config: ExperimentConfig, split: str, limit: int | None = None):
@@ -91,7 +113,7 @@ def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
     if not model_file.exists():
         data = config.data
         if data.source == "text":
-            inputs = [data.train_source, data.train_target]
+            inputs = [path for pair in text_files(config, "train") for path in pair]
         else:
             inputs = _write_training_text(config, run_dir)
         train_sentencepiece(
@@ -182,15 +204,35 @@ def head_metrics(head: heads.OutputHead) -> list[keras.metrics.Metric]:
     return []
 
 
-def make_optimizer(config: ExperimentConfig) -> keras.optimizers.Optimizer:
-    """Adam, AdamW or LAMB (the SCONES paper's) with warm-up and inverse-square-root decay.
+def learning_rate_schedule(config: ExperimentConfig):
+    """The configured warm-up and decay (`tfscones.schedules.make_schedule`).
+
+    Raises:
+        ConfigError: If the schedule is unknown or its values are out of range.
+    """
+    training = config.training
+    try:
+        return make_schedule(
+            training.schedule,
+            training.learning_rate,
+            training.warmup_steps,
+            total_steps=training.steps,
+            final_fraction=training.final_learning_rate_fraction,
+        )
+    except ValueError as error:
+        raise ConfigError(f"training: {error}") from None
+
+
+def make_optimizer(config: ExperimentConfig, schedule) -> keras.optimizers.Optimizer:
+    """Adam, AdamW or LAMB (the SCONES paper's) following `schedule`.
 
     Raises:
         ConfigError: If the optimizer is unknown.
     """
     training = config.training
-    schedule = WarmupInverseSqrt(training.learning_rate, training.warmup_steps)
     common = {"learning_rate": schedule, "clipnorm": training.clip_norm}
+    if training.ema_momentum is not None:
+        common.update(use_ema=True, ema_momentum=training.ema_momentum)
     if training.optimizer == "adam":
         return keras.optimizers.Adam(beta_1=0.9, beta_2=0.98, epsilon=1e-9, **common)
     if training.optimizer == "adamw":
@@ -202,23 +244,34 @@ def make_optimizer(config: ExperimentConfig) -> keras.optimizers.Optimizer:
     )
 
 
-def compiled_model(config: ExperimentConfig, vocabulary_size: int, strategy) -> keras.Model:
-    """Builds and compiles the model inside the strategy's scope."""
+def compiled_model(config: ExperimentConfig, vocabulary_size: int, strategy):
+    """Builds and compiles the model inside the strategy's scope.
+
+    Returns:
+        The model and its learning-rate schedule (which a time budget drives).
+    """
     with strategy.scope():
         model = build_model(config, vocabulary_size)
+        schedule = learning_rate_schedule(config)
         model.compile(
-            optimizer=make_optimizer(config),
+            optimizer=make_optimizer(config, schedule),
             loss=make_loss(config, model.head),
             metrics=head_metrics(model.head),
             jit_compile=config.training.jit_compile,
         )
-    return model
+    return model, schedule
 
 
-def training_callbacks(config, run_dir, tokenizer, dev_sources, dev_references):
-    """Step backup, last and best checkpoints, dev BLEU, TensorBoard, CSV log, time budget."""
+def training_callbacks(config, run_dir, schedule, tokenizer, dev_sources, dev_references):
+    """Progress line, dev BLEU, checkpoints, logs, time budget and step backup, in that order.
+
+    The order matters at an epoch's end: the progress line ends before the evaluation logs, the
+    evaluation puts `val_bleu` into the logs before they are written, and the backup comes last.
+    """
     (run_dir / "checkpoints").mkdir(exist_ok=True)
-    return [
+    training = config.training
+    budget = callbacks.TrainingBudget(training.steps, training.max_minutes, schedule)
+    fit_callbacks = [
         callbacks.BleuEvaluation(
             dev_sources,
             dev_references,
@@ -226,12 +279,18 @@ def training_callbacks(config, run_dir, tokenizer, dev_sources, dev_references):
             best_model_path=run_dir / "model.keras",
             best_bleu=best_logged_bleu(run_dir / "history.csv"),
         ),
+        callbacks.ProgressLine(training.steps, budget),
         keras.callbacks.ModelCheckpoint(run_dir / "checkpoints" / "last.keras"),
         keras.callbacks.TensorBoard(run_dir / "logs"),
         keras.callbacks.CSVLogger(run_dir / "history.csv", append=True),
-        callbacks.TimeLimit(config.training.max_minutes),
-        callbacks.StepBackup(run_dir / "backup", config.training.backup_every_steps),
+        budget,
     ]
+    if training.average_checkpoints > 1:
+        fit_callbacks.append(
+            callbacks.EpochCheckpoints(run_dir / "checkpoints", training.average_checkpoints)
+        )
+    backup = callbacks.StepBackup(run_dir / "backup", training.backup_every_steps, [budget])
+    return fit_callbacks + [backup]
 
 
 def best_logged_bleu(history_csv: Path) -> float:
@@ -260,15 +319,16 @@ def keep_logged_epochs(history_csv: Path, epochs: int) -> None:
 
 
 def fit(config: ExperimentConfig, model: keras.Model, batches: tf.data.Dataset, fit_callbacks):
-    """Trains up to `training.steps` optimizer steps, resuming from the run's backup.
+    """Trains exactly `training.steps` optimizer steps (fewer if time runs out), resuming.
 
     A resumed run skips the batches the killed run consumed, finishes the interrupted epoch, then
     runs the remaining epochs: it ends at the same step count, on the same data, as an
-    uninterrupted run.
+    uninterrupted run. `fit_callbacks` ends with the `TrainingBudget` and the `StepBackup`.
     """
     steps_per_epoch = config.training.steps_per_epoch
     epochs = math.ceil(config.training.steps / steps_per_epoch)
-    done = fit_callbacks[-1].restore(model)
+    backup = fit_callbacks[-1]
+    done = backup.restore(model)
     epoch, step_in_epoch = divmod(done, steps_per_epoch)
     for callback in fit_callbacks:
         if isinstance(callback, keras.callbacks.CSVLogger):
@@ -281,8 +341,11 @@ def fit(config: ExperimentConfig, model: keras.Model, batches: tf.data.Dataset, 
             epochs=epoch + 1,
             steps_per_epoch=steps_per_epoch - step_in_epoch,
             callbacks=fit_callbacks,
-            verbose=2,
+            verbose=0,
+            shuffle=False,  # the pipeline shuffles
         )
+        if model.optimizer.use_ema:
+            backup.restore(model)  # fit ended by putting the moving average in the weights
         epoch += 1
         batches = batches.skip(steps_per_epoch - step_in_epoch)
     if epoch < epochs and not model.stop_training:
@@ -292,8 +355,32 @@ def fit(config: ExperimentConfig, model: keras.Model, batches: tf.data.Dataset, 
             epochs=epochs,
             steps_per_epoch=steps_per_epoch,
             callbacks=fit_callbacks,
-            verbose=2,
+            verbose=0,
+            shuffle=False,  # the pipeline shuffles
         )
+
+
+def keep_checkpoint_average(model: keras.Model, fit_callbacks) -> float | None:
+    """Averages the kept epoch checkpoints; keeps the mean as the best model if it scores higher.
+
+    Returns:
+        The dev BLEU of the average, or None when no averaging was configured or fewer than two
+        checkpoints were written.
+    """
+    kept = [c for c in fit_callbacks if isinstance(c, callbacks.EpochCheckpoints)]
+    if not kept or len(kept[0].paths) < 2:
+        return None
+    evaluation = fit_callbacks[0]
+    average_checkpoints(model, kept[0].paths)
+    bleu = evaluation.score(model)
+    improved = evaluation.keep_if_best(model, bleu)
+    logger.info(
+        "average of the last %d checkpoints: dev BLEU %.2f%s",
+        len(kept[0].paths),
+        bleu,
+        " (best)" if improved else "",
+    )
+    return bleu
 
 
 def worker_run_dir(config: ExperimentConfig) -> Path:
@@ -322,15 +409,21 @@ def run(config: ExperimentConfig) -> dict:
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     tokenizer = prepare_tokenizer(config, run_dir)
     dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
-    model = compiled_model(config, tokenizer.vocab_size, strategy)
-    fit_callbacks = training_callbacks(config, run_dir, tokenizer, dev_sources, dev_references)
+    model, schedule = compiled_model(config, tokenizer.vocab_size, strategy)
+    fit_callbacks = training_callbacks(
+        config, run_dir, schedule, tokenizer, dev_sources, dev_references
+    )
     fit(config, model, training_batches(config, tokenizer), fit_callbacks)
+    steps = int(model.optimizer.iterations.numpy())
+    averaged_bleu = keep_checkpoint_average(model, fit_callbacks)
     results = {
         "name": config.name,
-        "steps": int(model.optimizer.iterations.numpy()),
+        "steps": steps,
         "best_dev_bleu": fit_callbacks[0].best_bleu,
         "train_minutes": (time.monotonic() - started) / 60.0,
     }
+    if averaged_bleu is not None:
+        results["averaged_dev_bleu"] = averaged_bleu
     results.update(evaluate_test(config, run_dir, tokenizer, model))
     (run_dir / "results.json").write_text(json.dumps(results, indent=2))
     logger.info("results: %s", results)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import keras
 import keras_hub
@@ -348,17 +349,21 @@ class Seq2SeqTransformer(keras.Model):
             [batch_size, 2, 1, self.num_heads, self.head_dim], dtype=encoder_outputs.dtype
         )
         caches = []
-        for layer in self.decoder_layers:
-            _, _, cross_cache = layer(
-                query,
-                encoder_outputs,
-                self_attention_cache=self_cache,
-                self_attention_cache_update_index=0,
-                cross_attention_cache=empty_cross_cache,
-                cross_attention_cache_update_index=0,
-                training=False,
-            )
-            caches.append(cross_cache)
+        with warnings.catch_warnings():
+            # Keras warns of the softmax over the one-key self-attention cache, which is
+            # intended here: the self-attention result is thrown away.
+            warnings.filterwarnings("ignore", "You are using a softmax over axis", UserWarning)
+            for layer in self.decoder_layers:
+                _, _, cross_cache = layer(
+                    query,
+                    encoder_outputs,
+                    self_attention_cache=self_cache,
+                    self_attention_cache_update_index=0,
+                    cross_attention_cache=empty_cross_cache,
+                    cross_attention_cache_update_index=0,
+                    training=False,
+                )
+                caches.append(cross_cache)
         return ops.stack(caches, axis=1)
 
     def _empty_cross_cache(self, encoder_outputs):

@@ -3,13 +3,16 @@
 from pathlib import Path
 
 DEMO_DIR = Path(__file__).resolve().parent
+SPLITS = ("train", "train-short", "dev", "test")
 
 
 def demo_file(split: str, language: str) -> Path:
-    """Path of a demo split: `demo_file("train", "de")`, splits train/dev/test, languages de/en.
+    """Path of a demo split: `demo_file("train", "de")`; languages de/en.
+
+    Splits: train (11,959 pairs), train-short (49,416 short pairs), dev and test (1,000 each).
 
     Args:
-        split: One of "train", "dev", "test".
+        split: One of "train", "train-short", "dev", "test".
         language: "de" or "en".
 
     Returns:
@@ -18,9 +21,9 @@ def demo_file(split: str, language: str) -> Path:
     Raises:
         ValueError: If the split or language does not exist.
     """
-    if split not in ("train", "dev", "test") or language not in ("de", "en"):
+    if split not in SPLITS or language not in ("de", "en"):
         raise ValueError(
             f"no demo file for split={split!r}, language={language!r}; "
-            "splits: train, dev, test; languages: de, en."
+            f"splits: {', '.join(SPLITS)}; languages: de, en."
         )
     return DEMO_DIR / f"{split}.{language}"

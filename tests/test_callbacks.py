@@ -34,10 +34,19 @@ def test_epoch_checkpoints_keep_the_newest(tmp_path):
 
 def test_progress_line_names_step_loss_rate_and_time_left():
     stream = io.StringIO()  # not a terminal: the first step, every 30 s, every epoch's end
-    budget = TrainingBudget(max_steps=8, max_minutes=10.0)
+    budget = TrainingBudget(max_steps=8)
     fitted([budget, ProgressLine(8, budget, stream=stream)], epochs=2)
     lines = stream.getvalue().splitlines()
     assert [line.split(" · ")[0] for line in lines] == [f"step {s:>6}/8" for s in (1, 4, 8)]
     assert lines[-1].startswith("step      8/8 · loss ")
     assert " · lr 1.00e-02 · " in lines[-1]
+    assert lines[-1].endswith("0:00 left")
+
+
+def test_progress_line_of_a_time_bounded_run_shows_no_step_budget_and_the_least_time_left():
+    stream = io.StringIO()
+    budget = TrainingBudget(max_steps=8, max_minutes=10.0)
+    fitted([budget, ProgressLine(8, budget, stream=stream)], epochs=2)
+    lines = stream.getvalue().splitlines()
+    assert [line.split(" · ")[0] for line in lines] == [f"step {s:>6}" for s in (1, 4, 8)]
     assert lines[-1].endswith("0:00 left")  # no steps left, however much time is

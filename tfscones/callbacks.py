@@ -267,7 +267,8 @@ class ProgressLine(keras.callbacks.Callback):
     On a terminal the line is redrawn in place (at most every `refresh_seconds`) and ended at
     every epoch's end, so each epoch leaves one line behind; elsewhere (a log file, CI) one line
     is written every `log_seconds` and at every epoch's end. Time left is the least of what the
-    step budget and the time budget leave, the step part estimated from the mean step time.
+    step budget and the time budget leave, the step part estimated from the mean step time. A
+    run bounded by minutes shows its step count without the step budget, which it will not reach.
 
     Args:
         total_steps: The run's step budget.
@@ -325,7 +326,8 @@ class ProgressLine(keras.callbacks.Callback):
 
     def _fields(self) -> list[str]:
         step = self._step()
-        fields = [f"step {step:>6,}/{self.total_steps:,}"]
+        time_bound = self.budget is not None and self.budget.budget_seconds is not None
+        fields = [f"step {step:>6,}" if time_bound else f"step {step:>6,}/{self.total_steps:,}"]
         if self.loss is not None:
             fields.append(f"loss {float(self.loss):.3f}")
         fields.append(f"lr {float(self.model.optimizer.learning_rate):.2e}")

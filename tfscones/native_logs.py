@@ -5,8 +5,11 @@ notice, "Could not find cuda drivers", "All log messages before absl::Initialize
 written to the process's standard error before any setting is read, so `TF_CPP_MIN_LOG_LEVEL`
 cannot silence it; only the file descriptor can. `import_tensorflow_quietly` imports TensorFlow
 with file descriptor 2 pointed at the null device, and sets `TF_CPP_MIN_LOG_LEVEL` (unless the
-user set it) so that later native messages below errors are dropped too. Python's own warnings
-and exceptions are unaffected: they are raised or printed after the descriptor is restored.
+user set it) to 3 so that later native messages are dropped too: on a CPU-only machine TensorFlow
+logs "failed call to cuInit" and a oneDNN notice at level E (error) although nothing failed, and
+every real failure reaches Python as an exception. `TF_CPP_MIN_LOG_LEVEL=0` shows them all.
+Python's own warnings and exceptions are unaffected: they are raised or printed after the
+descriptor is restored.
 """
 
 from __future__ import annotations
@@ -33,12 +36,12 @@ def native_stderr_silenced() -> Iterator[None]:
         os.close(null)
 
 
-def import_tensorflow_quietly(min_log_level: str = "2") -> None:
+def import_tensorflow_quietly(min_log_level: str = "3") -> None:
     """Imports TensorFlow without its native start-up lines (a no-op once it is imported).
 
     Args:
-        min_log_level: `TF_CPP_MIN_LOG_LEVEL` to set if the environment has none ("2": errors
-            only).
+        min_log_level: `TF_CPP_MIN_LOG_LEVEL` to set if the environment has none ("3": fatal
+            errors only).
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", min_log_level)
     if "tensorflow" in sys.modules:

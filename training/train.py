@@ -25,6 +25,7 @@ import logging
 import math
 import time
 from pathlib import Path
+from typing import TextIO
 
 import keras
 import tensorflow as tf
@@ -262,11 +263,14 @@ def compiled_model(config: ExperimentConfig, vocabulary_size: int, strategy):
     return model, schedule
 
 
-def training_callbacks(config, run_dir, schedule, tokenizer, dev_sources, dev_references):
-    """Progress line, dev BLEU, checkpoints, logs, time budget and step backup, in that order.
+def training_callbacks(
+    config, run_dir, schedule, tokenizer, dev_sources, dev_references, progress=None
+):
+    """Dev BLEU, progress line, checkpoints, logs, time budget and step backup, in that order.
 
-    The order matters at an epoch's end: the progress line ends before the evaluation logs, the
-    evaluation puts `val_bleu` into the logs before they are written, and the backup comes last.
+    The order matters at an epoch's end: the evaluation puts `val_bleu` into the logs before the
+    progress line shows it and before the logs are written, and the backup comes last. The
+    progress line goes to `progress` (a text stream; standard output if None).
     """
     (run_dir / "checkpoints").mkdir(exist_ok=True)
     training = config.training
@@ -279,7 +283,7 @@ def training_callbacks(config, run_dir, schedule, tokenizer, dev_sources, dev_re
             best_model_path=run_dir / "model.keras",
             best_bleu=best_logged_bleu(run_dir / "history.csv"),
         ),
-        callbacks.ProgressLine(training.steps, budget),
+        callbacks.ProgressLine(training.steps, budget, stream=progress),
         keras.callbacks.ModelCheckpoint(run_dir / "checkpoints" / "last.keras"),
         keras.callbacks.TensorBoard(run_dir / "logs"),
         keras.callbacks.CSVLogger(run_dir / "history.csv", append=True),
@@ -391,11 +395,13 @@ def worker_run_dir(config: ExperimentConfig) -> Path:
     return run_dir
 
 
-def run(config: ExperimentConfig) -> dict:
+def run(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
     """Trains and evaluates one experiment; returns (and writes) its results.
 
     Args:
         config: The experiment.
+        progress: Where the progress line goes (standard output if None); a stream whose
+            `isatty()` is true gets it redrawn in place.
 
     Returns:
         A dict with the best dev BLEU, test BLEU, steps trained and wall time.
@@ -411,7 +417,7 @@ def run(config: ExperimentConfig) -> dict:
     dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
     model, schedule = compiled_model(config, tokenizer.vocab_size, strategy)
     fit_callbacks = training_callbacks(
-        config, run_dir, schedule, tokenizer, dev_sources, dev_references
+        config, run_dir, schedule, tokenizer, dev_sources, dev_references, progress
     )
     fit(config, model, training_batches(config, tokenizer), fit_callbacks)
     steps = int(model.optimizer.iterations.numpy())

@@ -28,14 +28,21 @@ def read_history(run_dir: Path) -> list[dict]:
 
 
 def test_training_writes_checkpoints_logs_results_and_translates(tiny_overrides, tmp_path):
-    overrides = tiny_overrides + ["training.steps=4", "training.steps_per_epoch=2"]
+    overrides = tiny_overrides + [
+        "training.steps=3",  # not a multiple of the epoch: the last epoch is cut short
+        "training.steps_per_epoch=2",
+        "training.average_checkpoints=2",
+        "training.ema_momentum=0.9",
+    ]
     config = load_config(DEMO_CONFIG, overrides)
 
     results = train.run(config)
 
     run_dir = tmp_path / "run"
-    assert results["steps"] == 4
-    assert json.loads((run_dir / "results.json").read_text())["steps"] == 4
+    assert results["steps"] == 3
+    assert json.loads((run_dir / "results.json").read_text())["steps"] == 3
+    assert "averaged_dev_bleu" in results
+    assert [p.name for p in (run_dir / "checkpoints").glob("epoch-*")] != []
     assert 0.0 <= results["test_bleu"] <= 100.0 and results["best_dev_bleu"] >= 0.0
     for name in ("config.yaml", "spm.model", "model.keras", "checkpoints/last.keras"):
         assert (run_dir / name).is_file(), name

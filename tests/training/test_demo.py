@@ -1,0 +1,39 @@
+"""The demo end to end on a tiny slice: what a newcomer sees, and no TensorFlow C++ log lines."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+# absl's C++ log prefix ("I0000 00:00:1795461600.509538    2090 port.cc:153] ...") and the
+# notice it prints before it is initialised.
+NATIVE_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\]|WARNING: All log)")
+
+
+def test_demo_prints_progress_table_and_translations_without_native_logs(tiny_overrides, tmp_path):
+    overrides = [o for o in tiny_overrides if not o.startswith("output_dir=")]
+    overrides += ["training.steps=4", "training.steps_per_epoch=2"]
+    command = [sys.executable, "-m", "training.demo", "--minutes", "5"]
+    command += ["--output-dir", str(tmp_path / "runs")]
+    for override in overrides:
+        command += ["--override", override]
+
+    finished = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=600)
+
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    output = finished.stdout + finished.stderr
+    native = [line for line in output.splitlines() if NATIVE_LOG_LINE.match(line)]
+    assert native == []
+    assert "Traceback" not in output and "Warning" not in output, output
+    lines = finished.stdout.splitlines()
+    for label in ("softmax", "SCONES α=0.5"):
+        progress = [line for line in lines if re.match(rf"{label} +step +\d+ · loss \d", line)]
+        assert progress, f"no progress line of {label}"
+        assert any(re.match(rf"{label} +done: 4 steps, best dev BLEU \d", line) for line in lines)
+    rows = [line for line in lines if line.startswith("| softmax") or line.startswith("| SCONES")]
+    assert len(rows) == 2 and all(row.split("|")[2].strip() == "4" for row in rows)
+    for label in ("softmax (greedy)", "SCONES α=0.5 (greedy)", "SavedModel (translate)"):
+        assert sum(line.startswith(label) for line in lines) == 6, label
+    assert (tmp_path / "runs" / "exports" / "demo-scones-a0.5" / "1" / "saved_model.pb").is_file()

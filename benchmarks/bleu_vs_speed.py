@@ -29,6 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from tfscones import metrics  # noqa: E402
 from tfscones.data import Tokenizer  # noqa: E402
+from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import Search, translate  # noqa: E402
 from tfscones.models import load_model  # noqa: E402
 
@@ -88,8 +89,8 @@ def parse_arguments(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     arguments = parse_arguments(argv)
-    sources = arguments.source.read_text(encoding="utf-8").splitlines()
-    references = arguments.reference.read_text(encoding="utf-8").splitlines()
+    sources = read_lines(arguments.source)
+    references = read_lines(arguments.reference)
     if arguments.limit:
         sources, references = sources[: arguments.limit], references[: arguments.limit]
     models = {

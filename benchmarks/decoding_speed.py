@@ -37,6 +37,7 @@ import tensorflow as tf  # noqa: E402
 from benchmarks.keras_hub_samplers import keras_hub_decode  # noqa: E402
 from export.savedmodel import write_savedmodel  # noqa: E402
 from tfscones.data import Tokenizer  # noqa: E402
+from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.data.vocab_ids import PAD_ID  # noqa: E402
 from tfscones.decoding import beam_search, greedy_decode, source_ids_for_model  # noqa: E402
 from tfscones.models import load_model  # noqa: E402
@@ -159,7 +160,7 @@ def main(argv=None) -> None:
     arguments = parse_arguments(argv)
     model = load_model(arguments.run / "model.keras")
     tokenizer = Tokenizer.from_file(arguments.run / "spm.model")
-    sentences = arguments.sentences.read_text(encoding="utf-8").splitlines()[: arguments.count]
+    sentences = read_lines(arguments.sentences)[: arguments.count]
     print(f"{arguments.run}: {model.count_params():,} parameters, head {model.head}")
     print(f"{len(sentences)} sentences from {arguments.sentences}, median of {arguments.repeats}")
     with tempfile.TemporaryDirectory() as folder:

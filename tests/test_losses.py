@@ -297,3 +297,51 @@ def test_entmax_loss_on_long_vocabularies_equals_the_definition(alpha, scale):
     np.testing.assert_allclose(value, per_token[targets != 0].mean(), rtol=1e-4, atol=1e-5)
     expected_gradient = (p - q) * (targets != 0)[..., None] / (targets != 0).sum()
     np.testing.assert_allclose(tape.gradient(value, logits), expected_gradient, atol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 1.25])
+def test_entmax_loss_with_masked_logits_is_the_loss_over_the_other_tokens(alpha):
+    logits = tf.constant([[1.0, -math.inf, 0.5, 2.0, -math.inf], [0.3, 0.1, -math.inf, 0.2, 0.0]])
+    kept = [[0, 2, 3], [0, 1, 3, 4]]
+    targets = tf.constant([3, 1])
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss = losses.entmax_token_loss(targets, logits, alpha)
+    gradient = tape.gradient(loss, logits).numpy()
+    for row, columns in enumerate(kept):
+        sub_target = tf.constant([columns.index(int(targets[row]))])
+        sub_logits = tf.gather(logits[row : row + 1], columns, axis=1)
+        expected = losses.entmax_token_loss(sub_target, sub_logits, alpha)
+        np.testing.assert_allclose(loss[row], expected[0], rtol=1e-5)
+    assert np.all(np.isfinite(gradient)) and gradient[0, 1] == 0 and gradient[1, 2] == 0
+
+
+def test_entmax_loss_is_infinite_for_a_masked_gold_token_or_smoothing_onto_one():
+    logits = tf.constant([[1.0, -math.inf, 0.5], [1.0, -math.inf, 0.5]])
+    loss = losses.entmax_token_loss(tf.constant([1, 0]), logits, 1.5)
+    assert loss[0] == math.inf and np.isfinite(loss[1])
+    smoothed = losses.entmax_token_loss(tf.constant([1, 0]), logits, 1.5, label_smoothing=0.1)
+    assert np.all(smoothed == math.inf)
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan])
+def test_entmax_loss_refuses_positive_infinite_and_nan_logits(bad):
+    logits = tf.constant([[1.0, bad, 0.5]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="got \\+inf or NaN"):
+        losses.SparsemaxLoss()(tf.constant([[0]]), logits[:, tf.newaxis, :])
+    xla = tf.function(lambda z: losses.entmax_token_loss(tf.constant([0]), z), jit_compile=True)
+    assert np.isnan(xla(logits).numpy()[0])  # XLA drops the assert: NaN, never a finite value
+
+
+@pytest.mark.parametrize(
+    "loss", [losses.SconesLoss(0.5), losses.SequenceCrossEntropy(), losses.SparsemaxLoss()]
+)
+def test_sample_weight_of_the_wrong_shape_is_refused(loss):
+    targets = tf.constant([[1, 2, 0], [3, 1, 2], [2, 2, 1]])  # batch 3 = length 3
+    logits = tf.random.normal([3, 3, 5])
+    per_example = loss(targets, logits, sample_weight=tf.constant([1.0, 0.0, 2.0]))
+    per_token = loss(targets, logits, sample_weight=tf.constant([[1.0, 0.0, 2.0]] * 3))
+    assert np.isfinite(per_example) and np.isfinite(per_token)
+    for bad in ([[1.0, 2.0]] * 3, [[[1.0, 2.0, 3.0]]] * 3, [1.0, 2.0]):
+        with pytest.raises(ValueError, match="does not fit targets of shape"):
+            loss(targets, logits, sample_weight=tf.constant(bad))

@@ -11,6 +11,8 @@ All losses compute in float32 whatever the logits' dtype (mixed precision includ
 
 from __future__ import annotations
 
+import math
+
 import keras
 import tensorflow as tf
 
@@ -77,6 +79,29 @@ def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:
         return tf.identity(targets), logits
 
 
+def check_sample_weight_shape(sample_weight, y_true, y_pred) -> None:
+    """Refuses sample weights that would broadcast onto the wrong tokens.
+
+    Weights may be a scalar, one per example (`[batch]`), or one per token (the targets'
+    shape); a `[length]` vector, say, would otherwise broadcast along the wrong axis whenever
+    length equals batch.
+
+    Raises:
+        ValueError: If the static shapes show another shape.
+    """
+    weights = tf.convert_to_tensor(sample_weight).shape
+    targets = _squeeze_label_axis(tf.convert_to_tensor(y_true), len(y_pred.shape)).shape
+    if weights.rank is None or targets.rank is None or weights.rank == 0:
+        return
+    if weights.rank == targets.rank + 1 and weights[-1] == 1:
+        weights = weights[:-1]
+    if weights.rank > targets.rank or not weights.is_compatible_with(targets[: weights.rank]):
+        raise ValueError(
+            f"sample_weight of shape {weights} does not fit targets of shape {targets}: give "
+            f"a scalar, one weight per example {targets[:1]}, or one per token {targets}."
+        )
+
+
 def expand_to_rank(weights, rank: int) -> tf.Tensor:
     """float32 weights with trailing axes added up to `rank` (per-example weights of sequences)."""
     weights = tf.cast(tf.convert_to_tensor(weights), tf.float32)
@@ -114,6 +139,8 @@ class _TokenLoss(keras.losses.Loss):
         self.pad_id = None if pad_id is None else int(pad_id)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
+        if sample_weight is not None:
+            check_sample_weight_shape(sample_weight, y_true, y_pred)
         token_weights = self.token_weights(y_true, y_pred)
         if token_weights is not None and sample_weight is not None:
             token_weights = token_weights * expand_to_rank(sample_weight, token_weights.shape.rank)
@@ -305,10 +332,16 @@ def entmax_token_loss(
         label_smoothing: ε in [0, 1].
         n_iter: Bisection steps for α ∉ {1.5, 2}.
 
+    Masked logits (-inf) are tokens the model rules out: they get probability 0 and the loss is
+    that over the other tokens; it is +inf if the gold token is masked or if label smoothing puts
+    mass on a masked one, as the equations give. +inf and NaN logits are refused (an
+    `InvalidArgumentError` in eager and graph mode; NaN losses under XLA, which drops asserts).
+
     Returns:
         float32 per-token losses `[...]`, non-negative.
     """
     vocab_size = tf.shape(logits)[-1]
+    logits, masked, invalid = _entmax_ready_logits(logits, alpha)
 
     @tf.custom_gradient
     def loss_and_gradient(z):
@@ -330,7 +363,33 @@ def entmax_token_loss(
         loss = p_dot_z[..., 0] - target_dot_z + model_entropy - target_entropy
         return loss, grad
 
-    return loss_and_gradient(logits)
+    loss = loss_and_gradient(logits)
+    infinite = _gold_logits(targets, tf.cast(masked, tf.float32)) > 0.0
+    if label_smoothing > 0.0:
+        infinite |= tf.reduce_any(masked, axis=-1)
+    loss = tf.where(infinite, tf.constant(math.inf), loss)
+    return tf.where(invalid, tf.constant(math.nan), loss)
+
+
+def _entmax_ready_logits(logits: tf.Tensor, alpha: float):
+    """Logits with each -inf replaced by a finite value that α-entmax gives probability 0.
+
+    A probability p_i = [(α-1) z_i - τ]_+^(1/(α-1)) ≤ 1 makes τ ≥ (α-1) max z - 1, so any
+    z_i < max z - 1/(α-1) gets p_i = 0; the replacement lies 1 + 1/(α-1) below the row's
+    largest finite logit, which keeps every sum finite.
+
+    Returns:
+        `(logits, masked, invalid)`: the logits to compute with, where they were -inf, and the
+        rows holding +inf or NaN (asserted against outside XLA).
+    """
+    masked = tf.equal(logits, -math.inf)
+    invalid = tf.reduce_any(tf.math.is_nan(logits) | tf.equal(logits, math.inf), axis=-1)
+    message = "entmax losses need finite or -inf (masked) logits; got +inf or NaN"
+    with tf.control_dependencies([tf.debugging.Assert(~tf.reduce_any(invalid), [message])]):
+        finite_max = tf.reduce_max(tf.where(masked, tf.float32.min, logits), -1, keepdims=True)
+    finite_max = tf.where(tf.equal(finite_max, tf.float32.min), 0.0, finite_max)
+    replacement = tf.stop_gradient(finite_max) - (1.0 + 1.0 / (alpha - 1.0))
+    return tf.where(masked, replacement, logits), masked, invalid
 
 
 @keras.saving.register_keras_serializable(package="tfscones")

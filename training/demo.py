@@ -39,6 +39,7 @@ import tensorflow as tf
 from export.savedmodel import export, parse_arguments
 from tfscones import metrics
 from tfscones.data import Tokenizer
+from tfscones.data.text_lines import read_lines
 from tfscones.decoding import Search, translate
 from tfscones.models import load_model
 from training.config import ExperimentConfig, load_config
@@ -300,12 +301,7 @@ def load_run(run_dir: Path):
 
 def test_set(config: ExperimentConfig) -> tuple[list[str], list[str]]:
     """The config's test sources and references."""
-    return read_lines(Path(config.data.test_source)), read_lines(Path(config.data.test_target))
-
-
-def read_lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 text file, split at newlines only."""
-    return path.read_text(encoding="utf-8").split("\n")[:-1]
+    return read_lines(config.data.test_source), read_lines(config.data.test_target)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from tfscones import diversity  # noqa: E402
 from tfscones.data import Tokenizer  # noqa: E402
+from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import Search, translate_nbest  # noqa: E402
 from tfscones.decoding.translate import run_search  # noqa: E402
 from tfscones.models import decode_experts, load_model  # noqa: E402
@@ -65,7 +66,7 @@ def load_run(run: Path):
 def read_multiref(path: Path) -> tuple[list[str], list[list[str]]]:
     """Sources and references from JSON lines `{"src": ..., "refs": [...]}`."""
     sources, references = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         try:
             record = json.loads(line)
             sources.append(record["src"])
@@ -78,8 +79,8 @@ def read_multiref(path: Path) -> tuple[list[str], list[list[str]]]:
 
 def read_references(source: Path, reference_files: list[Path]) -> tuple[list[str], list[list]]:
     """Sources and aligned reference files, one reference per file and line."""
-    sources = source.read_text(encoding="utf-8").splitlines()
-    columns = [path.read_text(encoding="utf-8").splitlines() for path in reference_files]
+    sources = read_lines(source)
+    columns = [read_lines(path) for path in reference_files]
     for path, column in zip(reference_files, columns, strict=True):
         if len(column) != len(sources):
             raise ValueError(f"{path} has {len(column)} lines but {source} has {len(sources)}")

@@ -34,12 +34,14 @@ import yaml
 from tfscones import callbacks, heads, loss_metrics, metrics
 from tfscones.averaging import average_checkpoints
 from tfscones.data import (
+    ParallelTextError,
     Tokenizer,
     load_tfds_pairs,
     read_parallel_text,
     train_sentencepiece,
     translation_dataset,
 )
+from tfscones.data.text_lines import TextLineError
 from tfscones.decoding import translate
 from tfscones.distribution import make_strategy, worker_index
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer, load_model
@@ -109,14 +111,21 @@ def sentence_pairs(config: ExperimentConfig, split: str, limit: int | None = Non
 
 
 def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
-    """Trains the joint SentencePiece model on the training pairs, or reuses the run's."""
+    """Trains the joint SentencePiece model on the training pairs, or reuses the run's.
+
+    SentencePiece reads text files whose every line is usable as they are; otherwise (a
+    `data.on_bad_line: skip` corpus with bad lines, or TFDS) it reads the usable pairs, written
+    out for it, so that it sees exactly the sentences training sees.
+    """
     model_file = run_dir / "spm.model"
     if not model_file.exists():
         data = config.data
-        if data.source == "text":
+        if data.source == "text" and not has_skipped_pairs(config):
             inputs = [path for pair in text_files(config, "train") for path in pair]
+        elif data.source == "text":
+            inputs = _write_training_text(config, run_dir, limit=None)
         else:
-            inputs = _write_training_text(config, run_dir)
+            inputs = _write_training_text(config, run_dir, data.sentencepiece_sample_lines)
         train_sentencepiece(
             inputs,
             run_dir / "spm",
@@ -127,11 +136,24 @@ def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
     return Tokenizer.from_file(model_file)
 
 
-def _write_training_text(config: ExperimentConfig, run_dir: Path) -> list[Path]:
-    """Writes a sample of the TFDS training pairs to text files for SentencePiece."""
+def has_skipped_pairs(config: ExperimentConfig) -> bool:
+    """Whether checking the training files (`data.on_bad_line`) leaves a pair out."""
+    return any(
+        read_parallel_text(source, target, on_bad_line=config.data.on_bad_line).num_skipped
+        for source, target in text_files(config, "train")
+    )
+
+
+def _write_training_text(config: ExperimentConfig, run_dir: Path, limit: int | None) -> list:
+    """Writes the first `limit` (all for None) usable training pairs for SentencePiece."""
     paths = [run_dir / "spm_source.txt", run_dir / "spm_target.txt"]
-    pairs = pairs_dataset(config, "train").take(config.data.sentencepiece_sample_lines)
-    with paths[0].open("w", encoding="utf-8") as sources, paths[1].open("w") as targets:
+    pairs = pairs_dataset(config, "train")
+    if limit:
+        pairs = pairs.take(limit)
+    with (
+        paths[0].open("w", encoding="utf-8") as sources,
+        paths[1].open("w", encoding="utf-8") as targets,
+    ):
         for source, target in pairs.as_numpy_iterator():
             sources.write(source.decode("utf-8").replace("\n", " ") + "\n")
             targets.write(target.decode("utf-8").replace("\n", " ") + "\n")
@@ -470,7 +492,11 @@ def main(argv: list[str] | None = None) -> None:
         config = load_config(arguments.config, arguments.overrides)
     except ConfigError as error:
         raise SystemExit(f"config error: {error}") from None
-    print(json.dumps(run(config), indent=2))
+    try:
+        results = run(config)
+    except (ParallelTextError, TextLineError, FileNotFoundError) as error:
+        raise SystemExit(f"data error: {error}") from None
+    print(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

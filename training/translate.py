@@ -7,7 +7,8 @@
     python -m training.translate --run RUN --sample --top-p 0.9 --nbest 5 --seed 7 < in.de
     python -m training.translate --model model.keras --spm spm.model --input in.de --output out.en
 
-One sentence a line in, one translation a line out, in order (greedy search unless told
+One sentence a line in (lines end at newlines only: `tfscones.data.text_lines`), one
+translation a line out, in order (greedy search unless told
 otherwise). With `--nbest N`, each sentence gives N lines `index<TAB>score<TAB>translation`,
 best first (for sampling, in the order drawn), as in fairseq's n-best lists; the score is the sum
 of the head's log-scores (divided by the length penalty, if any). An empty input line gives an
@@ -17,10 +18,10 @@ empty output line.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from tfscones.data import Tokenizer
+from tfscones.data.text_lines import TextLineError, read_lines, write_lines
 from tfscones.decoding import Search, translate, translate_nbest
 from tfscones.models import load_model
 
@@ -33,10 +34,14 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--spm", type=Path, help="SentencePiece model (default: RUN/spm.model)")
     parser.add_argument("--input", type=Path, help="source sentences (default: stdin)")
     parser.add_argument("--output", type=Path, help="translations (default: stdout)")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     search = parser.add_argument_group("search (greedy unless --beam or --sample)")
-    search.add_argument("--beam", type=int, default=0, help="beam size (0: greedy search)")
-    search.add_argument("--nbest", type=int, default=0, help="print the N best hypotheses")
+    search.add_argument(
+        "--beam", type=non_negative_int, default=0, help="beam size (0: greedy search)"
+    )
+    search.add_argument(
+        "--nbest", type=non_negative_int, default=0, help="print the N best hypotheses"
+    )
     search.add_argument("--length-penalty", type=float, default=0.0, help="GNMT alpha")
     search.add_argument("--diverse-groups", type=int, default=0, help="diverse beam groups")
     search.add_argument("--diversity-strength", type=float, default=0.5)
@@ -58,6 +63,22 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         if not path.is_file():
             parser.error(f"{path} does not exist")
     return arguments
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer of at least 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (got {value})")
+    return value
 
 
 def search_from_arguments(arguments: argparse.Namespace) -> Search:
@@ -97,12 +118,12 @@ def search_from_arguments(arguments: argparse.Namespace) -> Search:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of `python -m training.translate`."""
     arguments = parse_arguments(argv)
+    try:
+        sources = read_lines(arguments.input)
+    except (OSError, TextLineError) as error:
+        raise SystemExit(f"translate: error: {error}") from None
     model = load_model(arguments.model)
     tokenizer = Tokenizer.from_file(arguments.spm)
-    if arguments.input:
-        sources = arguments.input.read_text(encoding="utf-8").splitlines()
-    else:
-        sources = sys.stdin.read().splitlines()
     if arguments.nbest:
         nbest = translate_nbest(model, tokenizer, sources, arguments.batch_size, arguments.search)
         lines = [
@@ -112,11 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         ]
     else:
         lines = translate(model, tokenizer, sources, arguments.batch_size, arguments.search)
-    text = "".join(line + "\n" for line in lines)
-    if arguments.output:
-        arguments.output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    write_lines(arguments.output, lines)
 
 
 if __name__ == "__main__":

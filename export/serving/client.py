@@ -105,6 +105,9 @@ def rest_predictor(
                 reply = json.loads(response.read().decode("utf-8"))
         except urllib.error.HTTPError as error:
             raise ServingError(f"{endpoint}: HTTP {error.code}: {_error_text(error)}") from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise ServingError(f"{endpoint}: no answer from the server ({reason})") from None
         outputs = reply.get("outputs")
         if not isinstance(outputs, dict):
             raise ServingError(f"{endpoint}: expected named outputs, got {reply!r:.200}")
@@ -248,9 +251,14 @@ def format_lines(signature: str, outputs: Columns, rows: int) -> list[str]:
 
 
 def read_lines(path: Path | None) -> list[bytes]:
-    """The lines of a file (stdin for None) as bytes, line ends removed."""
-    data = path.read_bytes() if path else sys.stdin.buffer.read()
-    return data.splitlines()
+    """The lines of a file (stdin for None) as bytes.
+
+    Lines end at newlines only and carriage returns are dropped, as `tfscones.data.text_lines`
+    defines them; the client imports nothing from tfscones, so that it runs without TensorFlow.
+    """
+    lines = (path.read_bytes() if path else sys.stdin.buffer.read()).replace(b"\r", b"")
+    lines = lines.split(b"\n")
+    return lines[:-1] if lines[-1] == b"" else lines
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:

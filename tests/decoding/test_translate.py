@@ -122,6 +122,14 @@ def test_translate_rejects_bad_arguments(tokenizer):
         translate(model, tokenizer, ["a"], batch_size=0)
     with pytest.raises(ValueError, match="one-dimensional"):
         translate(model, tokenizer, tf.constant([["a"]]))
+    with pytest.raises(TypeError, match="not one string .* write \\['Wie geht es dir\\?'\\]"):
+        translate(model, tokenizer, "Wie geht es dir?")
+    with pytest.raises(TypeError, match="not one string"):
+        translate_nbest(model, tokenizer, b"bytes too")
+    with pytest.raises(TypeError, match="must be strings; got NoneType, int"):
+        translate(model, tokenizer, ["a", 3, None])
+    with pytest.raises(TypeError, match="tensor of int32"):
+        translate(model, tokenizer, tf.constant([1, 2]))
 
 
 @pytest.mark.parametrize(

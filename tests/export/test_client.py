@@ -2,6 +2,7 @@
 
 import base64
 import json
+import socket
 import urllib.request
 
 import numpy as np
@@ -177,3 +178,25 @@ def test_client_checks_its_arguments(tmp_path):
         client.run_signature(lambda *_: pytest.fail("no request"), "translate", {"source": []})
         == {}
     )
+
+
+def test_no_server_ends_in_one_line_naming_the_endpoint(tmp_path):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    source = write_lines(tmp_path / "in.de", [b"Hallo."])
+    url = f"http://127.0.0.1:{port}"
+    with pytest.raises(SystemExit) as ended:
+        client.main(["--input", str(source), "--rest", url, "--timeout", "5"])
+    message = str(ended.value.code)
+    assert message.startswith(f"client error: {url}/v1/models/") and "no answer" in message
+
+
+def test_lines_end_at_newlines_only(tmp_path):
+    source = tmp_path / "in.de"
+    source.write_bytes("eins\u2028zwei\r\ndrei\x0cvier\nfünf".encode())
+    assert client.read_lines(source) == [
+        "eins\u2028zwei".encode(),
+        b"drei\x0cvier",
+        "fünf".encode(),
+    ]

@@ -68,6 +68,11 @@ def test_training_writes_checkpoints_logs_results_and_translates(tiny_overrides,
     assert all(float(rows[i][1]) >= float(rows[i + 1][1]) for i in range(0, 24, 2))
     with pytest.raises(SystemExit):
         translate.main(command + ["--sample", "--beam", "2"])
+    # Unicode line separators, NEL, form feeds and CRs are not line ends: 4 lines in, 4 out.
+    odd = tmp_path / "odd.de"
+    odd.write_bytes("Hallo\u2028Welt\nEins\u0085zwei\r\nDrei\x0cvier\nEnde".encode())
+    translate.main(["--run", str(run_dir), "--input", str(odd), "--output", str(output)])
+    assert len(output.read_bytes().split(b"\n")) == 5 and output.read_bytes().endswith(b"\n")
 
     # The demo's last part: export as the next version, translate through the SavedModel.
     sources = source.read_text(encoding="utf-8").splitlines()[:3]

@@ -11,10 +11,11 @@ splits lines at newlines and removes carriage returns; the checks read lines the
 import dataclasses
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import tensorflow as tf
+
+from tfscones.data.text_lines import iter_byte_lines
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +140,7 @@ def read_parallel_text(
     bad_lines: list[BadLine] = []
     skipped: list[int] = []
     for line_number, (source_line, target_line) in enumerate(
-        zip(_read_lines(source), _read_lines(target), strict=True), start=1
+        zip(iter_byte_lines(source), iter_byte_lines(target), strict=True), start=1
     ):
         pair_bad = [
             BadLine(path, line_number, reason)
@@ -193,13 +194,6 @@ def read_sentence_pairs(
         sources += [line.decode("utf-8") for line in source_batch]
         targets += [line.decode("utf-8") for line in target_batch]
     return sources, targets
-
-
-def _read_lines(path: Path) -> Iterator[bytes]:
-    """Yields the lines of `path` as bytes, split at newlines, carriage returns removed."""
-    with path.open("rb") as f:
-        for line in f:
-            yield line.removesuffix(b"\n").replace(b"\r", b"")
 
 
 def _count_lines(path: Path) -> int:

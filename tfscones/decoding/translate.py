@@ -122,6 +122,7 @@ def translate(
         One translation per sentence, in order.
 
     Raises:
+        TypeError: If `sentences` is one string, or holds something other than strings.
         ValueError: If `batch_size` is not positive or `sentences` is not one-dimensional.
     """
     return [
@@ -160,6 +161,7 @@ def translate_nbest(
         Per sentence, in order, a list of `(translation, score)`.
 
     Raises:
+        TypeError: If `sentences` is one string, or holds something other than strings.
         ValueError: If `batch_size` is not positive or `sentences` is not one-dimensional.
     """
     if batch_size < 1:
@@ -182,10 +184,22 @@ def translate_nbest(
 
 
 def _as_strings(sentences: Sequence[str] | tf.Tensor) -> tf.Tensor:
+    """The sentences as a string tensor `[count]`; refuses one string and non-strings."""
+    if isinstance(sentences, (str, bytes)):
+        raise TypeError(
+            "sentences must be a list of sentences, not one string (which would translate "
+            f"each character): write [{sentences[:40]!r}]."
+        )
     if isinstance(sentences, tf.Tensor):
         strings = sentences
     else:
-        strings = tf.constant(list(sentences), dtype=tf.string, shape=[len(sentences)])
+        sentences = list(sentences)
+        kinds = sorted({type(s).__name__ for s in sentences if not isinstance(s, (str, bytes))})
+        if kinds:
+            raise TypeError(f"sentences must be strings; got {', '.join(kinds)}.")
+        strings = tf.constant(sentences, dtype=tf.string, shape=[len(sentences)])
+    if strings.dtype != tf.string:
+        raise TypeError(f"sentences must be strings; got a tensor of {strings.dtype.name}.")
     if strings.shape.rank != 1:
         raise ValueError(f"sentences must be one-dimensional, got shape {strings.shape}.")
     return strings

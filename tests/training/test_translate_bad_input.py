@@ -1,0 +1,66 @@
+"""`python -m training.translate` ends a user's mistake with one line, before loading a model."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A run folder whose model files exist but would fail to load: checks must come first."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "model.keras").write_bytes(b"not a model")
+    (run / "spm.model").write_bytes(b"not a vocabulary")
+    return run
+
+
+def translate(*arguments, stdin=b""):
+    return subprocess.run(
+        [sys.executable, "-m", "training.translate", *map(str, arguments)],
+        cwd=REPOSITORY,
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--batch-size", "0", "--batch-size: must be at least 1 (got 0)"),
+        ("--beam", "-2", "--beam: must be 0 or more (got -2)"),
+        ("--nbest", "-1", "--nbest: must be 0 or more (got -1)"),
+    ],
+)
+def test_out_of_range_flags(run_dir, flag, value, message):
+    finished = translate("--run", run_dir, flag, value)
+    assert finished.returncode == 2
+    assert message in finished.stderr.decode()
+    assert b"Traceback" not in finished.stderr
+
+
+def test_non_utf8_input_names_file_and_line(run_dir, tmp_path):
+    source = tmp_path / "in.de"
+    source.write_bytes(b"Hallo.\n\xc3\x28 kaputt\n")
+    finished = translate("--run", run_dir, "--input", source)
+    assert finished.returncode == 1
+    lines = finished.stderr.decode().strip().splitlines()
+    assert lines == [f"translate: error: {source}:2: not UTF-8: bytes b'\\xc3' at byte offset 0"]
+
+
+def test_non_utf8_standard_input_is_named(run_dir):
+    finished = translate("--run", run_dir, stdin=b"ok\nok\n\xff\n")
+    assert finished.stderr.decode().strip() == (
+        "translate: error: <stdin>:3: not UTF-8: bytes b'\\xff' at byte offset 0"
+    )
+
+
+def test_missing_input_file(run_dir, tmp_path):
+    finished = translate("--run", run_dir, "--input", tmp_path / "absent.de")
+    assert finished.returncode == 1
+    assert "absent.de" in finished.stderr.decode() and b"Traceback" not in finished.stderr

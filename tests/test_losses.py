@@ -237,6 +237,29 @@ def test_bad_targets_are_rejected(loss):
 
 
 @pytest.mark.parametrize("loss", ALL_LOSSES, ids=LOSS_IDS)
+@pytest.mark.parametrize("bad_target", [6, -1, 2.5])
+def test_bad_targets_give_nan_loss_and_gradients_under_xla(loss, bad_target):
+    """XLA drops the assertions; the loss must then be NaN, never a finite wrong value."""
+    targets = SEQUENCE_TARGETS.astype(np.float32)
+    targets[0, 1] = bad_target
+    logits = tf.constant(SEQUENCE_LOGITS)
+
+    @tf.function(jit_compile=True)
+    def loss_and_gradient(targets, logits):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            value = loss(targets, logits)
+        return value, tape.gradient(value, logits)
+
+    value, gradient = loss_and_gradient(tf.constant(targets), logits)
+    assert math.isnan(float(value))
+    assert np.isnan(gradient.numpy()).all()
+    good_value, good_gradient = loss_and_gradient(tf.constant(SEQUENCE_TARGETS, tf.float32), logits)
+    assert np.isfinite(float(good_value)) and np.isfinite(good_gradient.numpy()).all()
+    np.testing.assert_allclose(float(good_value), float(loss(SEQUENCE_TARGETS, logits)), 1e-5)
+
+
+@pytest.mark.parametrize("loss", ALL_LOSSES, ids=LOSS_IDS)
 def test_config_round_trip(loss):
     config = keras.saving.serialize_keras_object(loss)
     clone = keras.saving.deserialize_keras_object(config)

@@ -52,7 +52,8 @@ def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:
     Raises:
         ValueError: If the shapes do not match or the targets have a non-numeric dtype.
         tf.errors.InvalidArgumentError: When the graph runs, if a target is not a whole number
-            or lies outside [0, vocab_size).
+            or lies outside [0, vocab_size). XLA drops such checks; `_TokenLoss` then makes the
+            loss NaN (`invalid_targets`), never a finite wrong value.
     """
     logits = tf.convert_to_tensor(y_pred)
     logits = tf.cast(logits, tf.float32) if logits.dtype != tf.float32 else logits
@@ -77,6 +78,18 @@ def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:
     message = "target ids must lie in [0, vocab_size); vocab_size ="
     with tf.control_dependencies([tf.debugging.Assert(in_range, [message, vocab_size])]):
         return tf.identity(targets), logits
+
+
+def invalid_targets(y_true, vocab_size) -> tf.Tensor:
+    """Whether any target is not a whole number in [0, vocab_size): a bool scalar.
+
+    The value form of `token_ids_and_logits`'s assertions, which hold where XLA drops those.
+    """
+    targets = tf.convert_to_tensor(y_true)
+    whole = tf.equal(targets, tf.round(targets)) if targets.dtype.is_floating else True
+    targets = tf.cast(targets, tf.float32)
+    vocab_size = tf.cast(vocab_size, tf.float32)
+    return ~tf.reduce_all(whole & (targets >= 0.0) & (targets < vocab_size))
 
 
 def check_sample_weight_shape(sample_weight, y_true, y_pred) -> None:
@@ -176,7 +189,8 @@ class _TokenLoss(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         targets, logits = token_ids_and_logits(y_true, y_pred)
-        return self.per_token_loss(targets, logits)
+        poison = tf.where(invalid_targets(y_true, tf.shape(logits)[-1]), math.nan, 1.0)
+        return self.per_token_loss(targets, logits) * poison  # NaN loss and gradients
 
     def per_token_loss(self, targets: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
         """Unmasked loss of every position: int32 targets `[...]`, float32 logits `[..., V]`."""

@@ -30,10 +30,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from tfscones.analysis import DEFAULT_BEAM_SIZES, ModelAnalysis, analyze_model  # noqa: E402
-from tfscones.data import Tokenizer, read_sentence_pairs  # noqa: E402
+from tfscones.data import read_sentence_pairs  # noqa: E402
 from tfscones.decoding import DEFAULT_STATE_BUDGET  # noqa: E402
 from tfscones.model_errors import score_summary  # noqa: E402
-from tfscones.models import load_model  # noqa: E402
+from tfscones.models import check_run_files, load_run  # noqa: E402
+from training.argument_types import non_negative_int, positive_int  # noqa: E402
 
 
 def parse_arguments(argv=None) -> argparse.Namespace:
@@ -42,12 +43,15 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--runs", type=Path, nargs="+", required=True, help="run folders")
     parser.add_argument("--source", type=Path, required=True, help="test sources, one a line")
     parser.add_argument("--reference", type=Path, required=True, help="their references")
-    parser.add_argument("--limit", type=int, help="analyse only the first N sentences")
+    parser.add_argument("--limit", type=positive_int, help="analyse only the first N sentences")
     parser.add_argument(
-        "--exact-sentences", type=int, default=100, help="exact search on the first N (0: none)"
+        "--exact-sentences",
+        type=non_negative_int,
+        default=100,
+        help="exact search on the first N (0: none)",
     )
-    parser.add_argument("--state-budget", type=int, default=DEFAULT_STATE_BUDGET)
-    parser.add_argument("--beams", type=int, nargs="+", default=list(DEFAULT_BEAM_SIZES))
+    parser.add_argument("--state-budget", type=positive_int, default=DEFAULT_STATE_BUDGET)
+    parser.add_argument("--beams", type=positive_int, nargs="+", default=list(DEFAULT_BEAM_SIZES))
     parser.add_argument("--out", type=Path, default=Path("reports/analysis"))
     arguments = parser.parse_args(argv)
     for name in ("limit", "exact_sentences", "state_budget"):
@@ -285,17 +289,24 @@ def write_report(analyses: dict[str, ModelAnalysis], source: Path, out: Path, se
 def main(argv=None) -> None:
     """Entry point of `python -m training.analyze`."""
     arguments = parse_arguments(argv)
+    started = time.perf_counter()
     try:
         sources, references = read_sentence_pairs(arguments.source, arguments.reference)
+        for run in arguments.runs:
+            check_run_files(run)
+        analyses = analyze_runs(arguments, sources, references)
     except (OSError, ValueError) as error:
-        sys.exit(f"error: {error}")
+        sys.exit(f"analyze: error: {error}")
+    write_report(analyses, arguments.source, arguments.out, time.perf_counter() - started)
+
+
+def analyze_runs(arguments, sources: list[str], references: list[str]) -> dict:
+    """`analyze_model` of each run the arguments name, by run name."""
     if arguments.limit:
         sources, references = sources[: arguments.limit], references[: arguments.limit]
-    started = time.perf_counter()
     analyses = {}
     for run in arguments.runs:
-        model = load_model(run / "model.keras")
-        tokenizer = Tokenizer.from_file(run / "spm.model")
+        model, tokenizer = load_run(run)
         analyses[run.name] = analyze_model(
             model,
             tokenizer,
@@ -306,7 +317,7 @@ def main(argv=None) -> None:
             state_budget=arguments.state_budget,
         )
         print(f"{run.name}: analysed in {analyses[run.name].seconds:.0f} s", flush=True)
-    write_report(analyses, arguments.source, arguments.out, time.perf_counter() - started)
+    return analyses
 
 
 if __name__ == "__main__":

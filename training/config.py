@@ -18,7 +18,20 @@ import yaml
 
 
 class ConfigError(ValueError):
-    """A config names an unknown key, or gives a value of the wrong type."""
+    """A config names an unknown key, or gives a value of the wrong type or out of range.
+
+    Printed as `FILE: KEY: problem`: `origin` is the file (or `command line`) that set the key,
+    filled in by `load_config` and `locate`.
+    """
+
+    def __init__(self, problem: str, key: str | None = None, origin: str | None = None):
+        super().__init__(problem)
+        self.problem = problem
+        self.key = key
+        self.origin = origin
+
+    def __str__(self) -> str:
+        return ": ".join(part for part in (self.origin, self.key, self.problem) if part)
 
 
 @dataclasses.dataclass
@@ -131,20 +144,35 @@ class ExperimentConfig:
         return Path(self.output_dir or Path("runs") / self.name)
 
 
-def _read_yaml(path: Path) -> dict:
+def _file_chain(path: Path) -> list[tuple[Path, dict]]:
+    """A config file and its `base` files, each with its own keys, the last base first."""
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist.")
-    content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        problem = " ".join(str(error).split())
+        raise ConfigError(f"not a valid YAML file: {problem}", origin=str(path)) from None
     if not isinstance(content, dict):
-        raise ConfigError(f"config file {path} must hold a mapping, not {type(content).__name__}.")
+        raise ConfigError(f"must hold a mapping, not {type(content).__name__}.", origin=str(path))
     base = content.pop("base", None)
     try:
         _build(ExperimentConfig, content, "")
     except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from None
+        error.origin = str(path)
+        raise
     if base is None:
-        return content
-    return _merge(_read_yaml(path.parent / base), content)
+        return [(path, content)]
+    if not isinstance(base, str):
+        raise ConfigError(f"must name one file (got {base!r}).", "base", str(path))
+    return _file_chain(path.parent / base) + [(path, content)]
+
+
+def _read_yaml(path: Path) -> dict:
+    merged: dict = {}
+    for _, content in _file_chain(path):
+        merged = _merge(merged, content)
+    return merged
 
 
 def _merge(base: dict, update: dict) -> dict:
@@ -167,7 +195,12 @@ def _apply_override(raw: dict, override: str) -> None:
         node = node.setdefault(section, {})
         if not isinstance(node, dict):
             raise ConfigError(f"override {override!r}: {section!r} is not a section.")
-    node[key] = yaml.safe_load(value)
+    try:
+        node[key] = yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise ConfigError(
+            f"{value!r} is not a YAML value.", dotted_key.strip(), "command line"
+        ) from None
 
 
 def _build(cls, values: dict, where: str):
@@ -184,7 +217,7 @@ def _build(cls, values: dict, where: str):
         hint = hints[name]
         if dataclasses.is_dataclass(hint):
             if not isinstance(value, dict):
-                raise ConfigError(f"config key {where + name} must be a section (a mapping).")
+                raise ConfigError("must be a section (a mapping).", where + name)
             arguments[name] = _build(hint, value, f"{where}{name}.")
         else:
             arguments[name] = _checked_value(value, hint, where + name)
@@ -197,10 +230,22 @@ def _checked_value(value, hint, key: str):
         return value
     if float in allowed and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if not any(isinstance(value, kind) for kind in allowed if isinstance(kind, type)):
+    if float in allowed and isinstance(value, str) and _is_float(value):
+        return float(value)  # PyYAML reads 1e-3 (YAML 1.1: no dot) as a string
+    kinds = [kind for kind in allowed if isinstance(kind, type)]
+    boolean_for_number = isinstance(value, bool) and bool not in kinds
+    if boolean_for_number or not any(isinstance(value, kind) for kind in kinds):
         names = " or ".join(getattr(kind, "__name__", str(kind)) for kind in allowed)
-        raise ConfigError(f"config key {key} must be {names} (got {value!r}).")
+        raise ConfigError(f"must be {names} (got {value!r}).", key)
     return value
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.strip().lower() not in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity")
 
 
 def load_config(
@@ -216,15 +261,149 @@ def load_config(
         The validated config.
 
     Raises:
-        ConfigError: On a missing file, an unknown key (named with its section and the allowed
-            keys), or a value of the wrong type.
+        ConfigError: On a missing or malformed file, an unknown key (named with its section and
+            the allowed keys), or a value of the wrong type or out of range (named with the file
+            that set it and what is allowed).
     """
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)
     raw: dict = {}
-    for path in [paths] if isinstance(paths, str | Path) else paths:
+    for path in paths:
         raw = _merge(raw, _read_yaml(Path(path)))
-    for override in overrides:
-        _apply_override(raw, override)
-    return _build(ExperimentConfig, raw, "")
+    try:
+        for override in overrides:
+            _apply_override(raw, override)
+        config = _build(ExperimentConfig, raw, "")
+        check_values(config)
+    except ConfigError as error:
+        raise locate(error, paths, overrides) from None
+    return config
+
+
+def locate(error: ConfigError, paths: list, overrides: list[str] = ()) -> ConfigError:
+    """Fills in the file (or `command line`) that set the key an error names.
+
+    Args:
+        error: An error whose `key` is a dotted config key (`training.steps`).
+        paths: The config files, as given to `load_config`.
+        overrides: The `section.key=value` overrides.
+
+    Returns:
+        The same error, its `origin` set unless it had one or names no key.
+    """
+    if error.origin or not error.key:
+        return error
+    for override in reversed(list(overrides)):
+        if override.split("=", 1)[0].strip() == error.key:
+            error.origin = "command line"
+            return error
+    chains = [link for path in paths for link in _file_chain(Path(path))]
+    for path, content in reversed(chains):
+        if _holds_key(content, error.key):
+            error.origin = str(path)
+            return error
+    error.origin = "defaults"
+    return error
+
+
+def _holds_key(content: dict, dotted_key: str) -> bool:
+    node = content
+    for part in dotted_key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+class _Range(typing.NamedTuple):
+    """Allowed numbers: `low <= x` (or `low < x` when `low_open`), `x <= high` likewise."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def allows(self, value) -> bool:
+        if value != value:  # NaN
+            return False
+        return not (
+            (self.low is not None and (value <= self.low if self.low_open else value < self.low))
+            or (
+                self.high is not None
+                and (value >= self.high if self.high_open else value > self.high)
+            )
+        )
+
+    def __str__(self) -> str:
+        low = "(" if self.low_open else "["
+        high = ")" if self.high_open else "]"
+        lower = "-inf" if self.low is None else f"{self.low:g}"
+        upper = "inf" if self.high is None else f"{self.high:g}"
+        return f"{low}{lower}, {upper}{high}"
+
+
+_POSITIVE = _Range(0, low_open=True)
+_AT_LEAST_ONE = _Range(1)
+_NON_NEGATIVE = _Range(0)
+_FRACTION = _Range(0, 1, high_open=True)
+
+_LIMITS: dict[str, _Range | tuple] = {
+    "data.source": ("text", "tfds"),
+    "data.vocabulary_size": _Range(16),
+    "data.sentencepiece_sample_lines": _AT_LEAST_ONE,
+    "data.max_length": _AT_LEAST_ONE,
+    "data.max_length_ratio": _POSITIVE,
+    "data.tokens_per_batch": _AT_LEAST_ONE,
+    "data.shuffle_buffer_size": _AT_LEAST_ONE,
+    "data.on_bad_line": ("error", "skip"),
+    "data.dev_sentences": _AT_LEAST_ONE,
+    "data.test_sentences": _AT_LEAST_ONE,
+    "model.dropout": _FRACTION,
+    "model.num_experts": _AT_LEAST_ONE,
+    "loss.alpha": _POSITIVE,
+    "loss.label_smoothing": _FRACTION,
+    "training.strategy": ("default", "mirrored", "multi_worker", "tpu"),
+    "training.optimizer": ("adam", "adamw", "lamb"),
+    "training.learning_rate": _POSITIVE,
+    "training.schedule": ("cosine", "linear", "inverse_sqrt"),
+    "training.warmup_steps": _NON_NEGATIVE,
+    "training.final_learning_rate_fraction": _Range(0, 1),
+    "training.weight_decay": _NON_NEGATIVE,
+    "training.clip_norm": _POSITIVE,
+    "training.steps": _AT_LEAST_ONE,
+    "training.steps_per_epoch": _AT_LEAST_ONE,
+    "training.max_minutes": _POSITIVE,
+    "training.ema_momentum": _FRACTION,
+    "training.average_checkpoints": _NON_NEGATIVE,
+    "training.mixed_precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+    "training.jit_compile": ("auto", True, False),
+    "training.backup_every_steps": _AT_LEAST_ONE,
+}
+
+
+def check_values(config: ExperimentConfig) -> None:
+    """Checks every value against its allowed range or choices (None means unset, allowed).
+
+    Raises:
+        ConfigError: Naming the first key out of range, its value and what is allowed.
+    """
+    for key, limit in _LIMITS.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if value is None:
+            continue
+        if isinstance(limit, _Range):
+            if not limit.allows(value):
+                raise ConfigError(f"{value!r} is out of range; allowed: {limit}.", key)
+        elif not any(value == choice and type(value) is type(choice) for choice in limit):
+            allowed = ", ".join(str(choice) for choice in limit)
+            raise ConfigError(f"{value!r} is not allowed; allowed: {allowed}.", key)
+    longest = config.data.max_length + 2
+    if config.data.tokens_per_batch < longest:
+        raise ConfigError(
+            f"{config.data.tokens_per_batch} cannot hold one sentence of data.max_length "
+            f"{config.data.max_length} tokens plus BOS and EOS; allowed: at least {longest}.",
+            "data.tokens_per_batch",
+        )
 
 
 def config_to_dict(config: ExperimentConfig) -> dict:

@@ -38,12 +38,11 @@ import tensorflow as tf
 
 from export.savedmodel import export, parse_arguments
 from tfscones import metrics
-from tfscones.data import Tokenizer
 from tfscones.data.text_lines import read_lines
 from tfscones.decoding import Search, translate
-from tfscones.models import load_model
-from training.config import ExperimentConfig, load_config
-from training.train import run
+from tfscones.models import load_run
+from training.config import ConfigError, ExperimentConfig, load_config
+from training.train import check_config, run
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 MODELS = {"softmax": "demo_softmax.yaml", "SCONES α=0.5": "demo_scones_a0.5.yaml"}
@@ -57,7 +56,10 @@ def main(argv: list[str] | None = None) -> None:
     arguments = parse_demo_arguments(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     started = time.monotonic()
-    configs = demo_configs(arguments)
+    try:
+        configs = demo_configs(arguments)
+    except ConfigError as error:
+        raise SystemExit(f"config error: {error}") from None
     side_by_side = not arguments.one_after_another and not tf.config.list_physical_devices("GPU")
     print(
         f"tfscones demo: German -> English on the bundled Tatoeba corpus (61,375 sentence pairs);"
@@ -100,12 +102,17 @@ def parse_demo_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def demo_configs(arguments: argparse.Namespace) -> dict[str, ExperimentConfig]:
-    """The demo's configs by label, with the time budget and overrides applied."""
+    """The demo's configs by label, with the time budget and overrides applied.
+
+    Raises:
+        ConfigError: If `--minutes` or an override is out of range, or a config is refused.
+    """
     configs = {}
     for label, config_name in MODELS.items():
         overrides = [f"training.max_minutes={arguments.minutes}", *arguments.override]
         config = load_config(CONFIGS / config_name, overrides)
         config.output_dir = str(arguments.output_dir / config.name)
+        check_config(config)
         configs[label] = config
     return configs
 
@@ -292,11 +299,6 @@ def translate_with_savedmodel(run_dir: Path, sources: list[str]) -> dict[str, li
         ]
         for name in ("translate", "translate_beam")
     }
-
-
-def load_run(run_dir: Path):
-    """The best model of a run and its tokenizer."""
-    return load_model(run_dir / "model.keras"), Tokenizer.from_file(run_dir / "spm.model")
 
 
 def test_set(config: ExperimentConfig) -> tuple[list[str], list[str]]:

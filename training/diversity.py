@@ -29,11 +29,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from tfscones import diversity  # noqa: E402
-from tfscones.data import Tokenizer  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import Search, translate_nbest  # noqa: E402
 from tfscones.decoding.translate import run_search  # noqa: E402
-from tfscones.models import decode_experts, load_model  # noqa: E402
+from tfscones.models import check_run_files, decode_experts, load_run  # noqa: E402
+from training.argument_types import non_negative_int, positive_int  # noqa: E402
 
 
 def baseline_searches(k: int, top_k: int, diversity_strength: float, seed: int) -> dict:
@@ -56,11 +56,6 @@ def k_translations(model, tokenizer, sources, search, count, decoder=run_search)
     """`count` translations per source (empty strings fill slots a sparse head leaves)."""
     nbest = translate_nbest(model, tokenizer, sources, search=search, decoder=decoder)
     return [[text for text, _ in row] + [""] * (count - len(row)) for row in nbest]
-
-
-def load_run(run: Path):
-    """The model and tokenizer of a run folder."""
-    return load_model(run / "model.keras"), Tokenizer.from_file(run / "spm.model")
 
 
 def read_multiref(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -132,10 +127,12 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--multiref", type=Path, help="JSON lines {src, refs}")
     parser.add_argument("--source", type=Path, help="source sentences (with --references)")
     parser.add_argument("--references", type=Path, nargs="+", help="aligned reference files")
-    parser.add_argument("--k", type=int, default=5, help="translations per sentence")
-    parser.add_argument("--top-k", type=int, default=10, help="k of top-k sampling")
+    parser.add_argument("--k", type=positive_int, default=5, help="translations per sentence")
+    parser.add_argument("--top-k", type=positive_int, default=10, help="k of top-k sampling")
     parser.add_argument("--diversity-strength", type=float, default=0.5)
-    parser.add_argument("--limit", type=int, default=0, help="first N sentences (0: all)")
+    parser.add_argument(
+        "--limit", type=non_negative_int, default=0, help="first N sentences (0: all)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("reports/diversity"))
     arguments = parser.parse_args(argv)
@@ -154,15 +151,31 @@ def main(argv=None) -> None:
             sources, references = read_multiref(arguments.multiref)
         else:
             sources, references = read_references(arguments.source, arguments.references)
+        for run in (arguments.moe_run, arguments.baseline_run):
+            if run:
+                check_run_files(run)
+        limit = arguments.limit or None
+        translations = all_translations(arguments, sources[:limit])
     except (OSError, ValueError) as error:
-        sys.exit(f"error: {error}")
-    if arguments.limit:
-        sources, references = sources[: arguments.limit], references[: arguments.limit]
+        sys.exit(f"diversity: error: {error}")
+    reports = {
+        name: diversity.diversity_report(hypotheses, references[:limit], seed=arguments.seed)
+        for name, hypotheses in translations.items()
+    }
+    write_report(reports, arguments.out)
+
+
+def all_translations(arguments, sources: list[str]) -> dict[str, list[list[str]]]:
+    """K translations of every source by each model and search the arguments name.
+
+    Raises:
+        ValueError: If the hard-MoE run's model has another number of experts than `--k`.
+    """
     translations = {}
     if arguments.moe_run:
         model, tokenizer = load_run(arguments.moe_run)
         if getattr(model, "num_experts", None) != arguments.k:
-            sys.exit(f"error: {arguments.moe_run} is not a model of --k {arguments.k} experts")
+            raise ValueError(f"{arguments.moe_run} is not a model of --k {arguments.k} experts")
         translations[f"hard-MoE, {arguments.k} experts"] = k_translations(
             model, tokenizer, sources, Search(), arguments.k, decoder=decode_experts
         )
@@ -173,11 +186,7 @@ def main(argv=None) -> None:
         )
         for name, search in searches.items():
             translations[name] = k_translations(model, tokenizer, sources, search, arguments.k)
-    reports = {
-        name: diversity.diversity_report(hypotheses, references, seed=arguments.seed)
-        for name, hypotheses in translations.items()
-    }
-    write_report(reports, arguments.out)
+    return translations
 
 
 if __name__ == "__main__":

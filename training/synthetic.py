@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 from tfscones.data import ibm3, read_sentence_pairs
+from tfscones.data.text_lines import write_lines
+from training.argument_types import positive_int
 
 SPLIT_SEEDS = {"train": 0, "dev": 1, "test": 2}
 
@@ -43,14 +45,16 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dev-source", type=Path, help="dev source sentences to translate")
     parser.add_argument("--test-source", type=Path, help="test source sentences to translate")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--em-iterations", type=int, default=5, help="IBM Model 1 EM iterations")
+    parser.add_argument(
+        "--em-iterations", type=positive_int, default=5, help="IBM Model 1 EM iterations"
+    )
     return parser.parse_args(argv)
 
 
-def write_lines(path: Path, lines: list[str]) -> Path:
-    """Writes one line per sentence; prints and returns the path."""
+def write_sentences(path: Path, lines: list[str]) -> Path:
+    """Writes one line per sentence (`tfscones.data.text_lines`); prints and returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    write_lines(path, lines)
     print(path)
     return path
 
@@ -91,8 +95,8 @@ def write_temperature(arguments, parameters, splits: dict[str, list[str]], gamma
         targets[split] = ibm3.synthesize(
             parameters, sources, gamma, seed=(arguments.seed, SPLIT_SEEDS[split])
         )
-        write_lines(folder / f"{split}.src", sources)
-        write_lines(folder / f"{split}.tgt", targets[split])
+        write_sentences(folder / f"{split}.src", sources)
+        write_sentences(folder / f"{split}.tgt", targets[split])
     return table_row(str(gamma), targets["train"], parameters.summary(gamma))
 
 
@@ -109,11 +113,14 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of `python -m training.synthetic`."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     arguments = parse_arguments(argv)
-    sources, targets = read_sentence_pairs(arguments.source, arguments.target)
-    splits = {"train": sources}
-    for split, path in (("dev", arguments.dev_source), ("test", arguments.test_source)):
-        if path:
-            splits[split] = read_sentence_pairs(path, path)[0]
+    try:
+        sources, targets = read_sentence_pairs(arguments.source, arguments.target)
+        splits = {"train": sources}
+        for split, path in (("dev", arguments.dev_source), ("test", arguments.test_source)):
+            if path:
+                splits[split] = read_sentence_pairs(path, path)[0]
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"synthetic: error: {error}") from None
     started = time.monotonic()
     options = ibm3.EstimationOptions(em_iterations=arguments.em_iterations)
     parameters = ibm3.estimate_ibm3(sources, targets, options)
@@ -121,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     print(parameters.save(arguments.out / "ibm3"))
     rows = [table_row("original targets", targets)]
     rows += [write_temperature(arguments, parameters, splits, g) for g in arguments.temperatures]
-    write_lines(
+    write_sentences(
         arguments.out / "summary.md", summary_markdown(arguments, parameters, seconds, rows)
     )
 

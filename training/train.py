@@ -44,9 +44,10 @@ from tfscones.data import (
 from tfscones.data.text_lines import TextLineError
 from tfscones.decoding import translate
 from tfscones.distribution import make_strategy, worker_index
-from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer, load_model
+from tfscones.models import PRESETS, LatentExpertTransformer, Seq2SeqTransformer, load_model
 from tfscones.schedules import make_schedule
-from training.config import ConfigError, ExperimentConfig, config_to_dict, load_config
+from training.config import ConfigError, ExperimentConfig, config_to_dict, load_config, locate
+from training.run_folder import RunFolderError, check_run_folder
 
 logger = logging.getLogger("training")
 
@@ -66,7 +67,9 @@ def pairs_dataset(config: ExperimentConfig, split: str) -> tf.data.Dataset:
         return pairs
     if data.source == "tfds":
         if not (data.tfds_name and data.source_language and data.target_language):
-            raise ConfigError("data.tfds_name, source_language and target_language must be set.")
+            raise ConfigError(
+                "data.tfds_name, source_language and target_language must be set.", "data.source"
+            )
         tfds_split = {"train": "train", "dev": data.dev_split, "test": data.test_split}[split]
         return load_tfds_pairs(
             data.tfds_name,
@@ -75,7 +78,7 @@ def pairs_dataset(config: ExperimentConfig, split: str) -> tf.data.Dataset:
             split=tfds_split,
             data_dir=data.tfds_data_dir,
         )
-    raise ConfigError(f"data.source must be text or tfds (got {data.source!r}).")
+    raise ConfigError(f"must be text or tfds (got {data.source!r}).", "data.source")
 
 
 def text_files(config: ExperimentConfig, split: str) -> list[tuple[str, str]]:
@@ -87,13 +90,16 @@ def text_files(config: ExperimentConfig, split: str) -> list[tuple[str, str]]:
     source = getattr(config.data, f"{split}_source")
     target = getattr(config.data, f"{split}_target")
     if not source or not target:
-        raise ConfigError(f"data.{split}_source and data.{split}_target must be set.")
+        raise ConfigError(
+            f"data.{split}_source and data.{split}_target must be set.", f"data.{split}_source"
+        )
     sources = [source] if isinstance(source, str) else source
     targets = [target] if isinstance(target, str) else target
     if len(sources) != len(targets) or not all(isinstance(f, str) for f in sources + targets):
         raise ConfigError(
             f"data.{split}_source and data.{split}_target must be two file names or two lists "
-            f"of as many file names (got {source!r} and {target!r})."
+            f"of as many file names (got {source!r} and {target!r}).",
+            f"data.{split}_source",
         )
     return list(zip(sources, targets, strict=True))
 
@@ -195,7 +201,7 @@ def build_model(config: ExperimentConfig, vocabulary_size: int) -> Seq2SeqTransf
         arguments["num_experts"] = config.model.num_experts
         arguments["expert_choice_dropout"] = config.model.expert_choice_dropout
     elif config.model.expert_choice_dropout:
-        raise ConfigError("model.expert_choice_dropout needs model.num_experts.")
+        raise ConfigError("needs model.num_experts.", "model.expert_choice_dropout")
     return model_class.from_preset(
         config.model.preset, vocabulary_size=vocabulary_size, head=config.model.head, **arguments
     )
@@ -211,8 +217,9 @@ def make_loss(config: ExperimentConfig, head: heads.OutputHead) -> keras.losses.
     if config.loss.alpha is not None:
         if not isinstance(head, heads.SigmoidHead):
             raise ConfigError(
-                f"loss.alpha is the SCONES weight; the {head.name} head takes no alpha "
-                "(an entmax head's alpha goes in model.head: {name: entmax, alpha: ...})."
+                f"is the SCONES weight; the {head.name} head takes no alpha "
+                "(an entmax head's alpha goes in model.head: {name: entmax, alpha: ...}).",
+                "loss.alpha",
             )
         arguments["alpha"] = config.loss.alpha
     return head.loss(**arguments)
@@ -243,7 +250,7 @@ def learning_rate_schedule(config: ExperimentConfig):
             final_fraction=training.final_learning_rate_fraction,
         )
     except ValueError as error:
-        raise ConfigError(f"training: {error}") from None
+        raise ConfigError(str(error), "training.schedule") from None
 
 
 def make_optimizer(config: ExperimentConfig, schedule) -> keras.optimizers.Optimizer:
@@ -263,8 +270,58 @@ def make_optimizer(config: ExperimentConfig, schedule) -> keras.optimizers.Optim
     if training.optimizer == "lamb":
         return keras.optimizers.Lamb(weight_decay=training.weight_decay or None, **common)
     raise ConfigError(
-        f"training.optimizer must be adam, adamw or lamb (got {training.optimizer!r})."
+        f"must be adam, adamw or lamb (got {training.optimizer!r}).", "training.optimizer"
     )
+
+
+def check_data_files(config: ExperimentConfig) -> None:
+    """Checks that every text file the config names exists (the test files only if named).
+
+    Raises:
+        ConfigError: Naming the key and the missing file.
+    """
+    if config.data.source != "text":
+        return
+    splits = ("train", "dev", "test") if config.data.test_source else ("train", "dev")
+    for split in splits:
+        for source, target in text_files(config, split):
+            for side, path in (("source", source), ("target", target)):
+                if not Path(path).is_file():
+                    raise ConfigError(f"no such file: {path}", f"data.{split}_{side}")
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """Checks what only the library can judge, before any expensive work starts.
+
+    The data files must exist, and the head, model, loss, schedule and optimizer must accept
+    the configured values (they are made here once, without data or weights).
+
+    Raises:
+        ConfigError: Naming the key and the problem.
+    """
+    check_data_files(config)
+    try:
+        head = heads.get(config.model.head)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(str(error), "model.head") from None
+    if config.model.preset not in PRESETS:
+        raise ConfigError(
+            f"unknown preset {config.model.preset!r}; allowed: {', '.join(PRESETS)}.",
+            "model.preset",
+        )
+    try:
+        build_model(config, config.data.vocabulary_size)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as error:
+        raise ConfigError(str(error), "model.arguments") from None
+    try:
+        make_loss(config, head)
+    except ConfigError:
+        raise
+    except ValueError as error:
+        raise ConfigError(str(error), "loss") from None
+    make_optimizer(config, learning_rate_schedule(config))
 
 
 def compiled_model(config: ExperimentConfig, vocabulary_size: int, strategy):
@@ -429,11 +486,13 @@ def run(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
         A dict with the best dev BLEU, test BLEU, steps trained and wall time.
     """
     started = time.monotonic()
+    check_config(config)
     keras.utils.set_random_seed(config.training.seed)
     if config.training.mixed_precision:
         keras.mixed_precision.set_global_policy(config.training.mixed_precision)
     strategy = make_strategy(config.training.strategy, config.training.tpu)
     run_dir = worker_run_dir(config)
+    check_run_folder(config, run_dir)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     tokenizer = prepare_tokenizer(config, run_dir)
     dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
@@ -490,10 +549,12 @@ def main(argv: list[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     try:
         config = load_config(arguments.config, arguments.overrides)
-    except ConfigError as error:
-        raise SystemExit(f"config error: {error}") from None
-    try:
         results = run(config)
+    except ConfigError as error:
+        located = locate(error, arguments.config, arguments.overrides)
+        raise SystemExit(f"config error: {located}") from None
+    except RunFolderError as error:
+        raise SystemExit(f"run folder error: {error}") from None
     except (ParallelTextError, TextLineError, FileNotFoundError) as error:
         raise SystemExit(f"data error: {error}") from None
     print(json.dumps(results, indent=2))

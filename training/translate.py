@@ -20,10 +20,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import tensorflow as tf
+
 from tfscones.data import Tokenizer
 from tfscones.data.text_lines import TextLineError, read_lines, write_lines
 from tfscones.decoding import Search, translate, translate_nbest
 from tfscones.models import load_model
+from training.argument_types import non_negative_int, positive_int
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -65,22 +68,6 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     return arguments
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer of at least 0."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more (got {value})")
-    return value
-
-
 def search_from_arguments(arguments: argparse.Namespace) -> Search:
     """The `Search` the command-line flags describe.
 
@@ -120,10 +107,10 @@ def main(argv: list[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     try:
         sources = read_lines(arguments.input)
-    except (OSError, TextLineError) as error:
+        tokenizer = Tokenizer.from_file(arguments.spm)
+        model = load_model(arguments.model)
+    except (OSError, TextLineError, ValueError, tf.errors.OpError) as error:
         raise SystemExit(f"translate: error: {error}") from None
-    model = load_model(arguments.model)
-    tokenizer = Tokenizer.from_file(arguments.spm)
     if arguments.nbest:
         nbest = translate_nbest(model, tokenizer, sources, arguments.batch_size, arguments.search)
         lines = [

@@ -278,15 +278,24 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     arguments = parser.parse_args(argv)
     if (arguments.signature == "score") != (arguments.target is not None):
         parser.error("--target is needed by, and only by, --signature score")
+    if arguments.batch_size < 1:
+        parser.error(f"--batch-size must be at least 1 (got {arguments.batch_size})")
+    if arguments.version is not None and arguments.version < 1:
+        parser.error(f"--version must be at least 1 (got {arguments.version})")
+    if not arguments.timeout > 0:
+        parser.error(f"--timeout must be a positive number of seconds (got {arguments.timeout})")
     return arguments
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of `python -m export.serving.client`."""
     arguments = parse_arguments(argv)
-    inputs: Columns = {"source": read_lines(arguments.input)}
-    if arguments.target:
-        inputs["target"] = read_lines(arguments.target)
+    try:
+        inputs: Columns = {"source": read_lines(arguments.input)}
+        if arguments.target:
+            inputs["target"] = read_lines(arguments.target)
+    except OSError as error:
+        sys.exit(f"client error: {error}")
     if arguments.grpc:
         predict = grpc_predictor(
             arguments.grpc, arguments.model, arguments.version, arguments.timeout

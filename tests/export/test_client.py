@@ -200,3 +200,25 @@ def test_lines_end_at_newlines_only(tmp_path):
         b"drei\x0cvier",
         "fünf".encode(),
     ]
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--batch-size", "0"], "--batch-size must be at least 1 (got 0)"),
+        (["--version", "0"], "--version must be at least 1"),
+        (["--timeout", "-1"], "--timeout must be a positive number"),
+    ],
+)
+def test_out_of_range_flags_end_in_one_line(flags, message, capsys):
+    with pytest.raises(SystemExit) as ended:
+        client.parse_arguments(flags)
+    assert ended.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_input_file_is_named(tmp_path):
+    with pytest.raises(SystemExit) as ended:
+        client.main(["--input", str(tmp_path / "absent.de")])
+    message = str(ended.value.code)
+    assert message.startswith("client error: ") and "absent.de" in message

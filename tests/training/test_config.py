@@ -39,9 +39,66 @@ def test_unknown_keys_are_named_with_file_and_allowed_keys(tmp_path):
 
 def test_wrong_types_and_malformed_overrides_are_errors(tmp_path):
     (tmp_path / "ok.yaml").write_text("name: ok\n")
-    with pytest.raises(ConfigError, match="data.vocabulary_size must be int"):
+    with pytest.raises(ConfigError, match="command line: data.vocabulary_size: must be int"):
         load_config(tmp_path / "ok.yaml", ["data.vocabulary_size=many"])
     with pytest.raises(ConfigError, match="section.key=value"):
         load_config(tmp_path / "ok.yaml", ["training.steps"])
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize(
+    "override, key, allowed",
+    [
+        ("training.steps=0", "training.steps", r"\[1, inf\]"),
+        ("training.steps_per_epoch=-5", "training.steps_per_epoch", r"\[1, inf\]"),
+        ("training.learning_rate=0", "training.learning_rate", r"\(0, inf\]"),
+        ("training.learning_rate=-1e-3", "training.learning_rate", r"\(0, inf\]"),
+        ("data.tokens_per_batch=0", "data.tokens_per_batch", r"\[1, inf\]"),
+        ("data.tokens_per_batch=20", "data.tokens_per_batch", "at least 66"),
+        ("model.dropout=1.0", "model.dropout", r"\[0, 1\)"),
+        ("loss.label_smoothing=1.5", "loss.label_smoothing", r"\[0, 1\)"),
+        ("training.optimizer=sgd", "training.optimizer", "adam, adamw, lamb"),
+        ("data.on_bad_line=ignore", "data.on_bad_line", "error, skip"),
+        ("training.jit_compile=yes please", "training.jit_compile", "auto, True, False"),
+        ("training.ema_momentum=1", "training.ema_momentum", r"\[0, 1\)"),
+        ("training.learning_rate=.nan", "training.learning_rate", r"\(0, inf\]"),
+    ],
+)
+def test_values_out_of_range_name_origin_key_and_what_is_allowed(tmp_path, override, key, allowed):
+    (tmp_path / "ok.yaml").write_text("name: ok\ndata: {max_length: 64}\n")
+    with pytest.raises(ConfigError, match=rf"^command line: {key}: .*allowed: .*{allowed}"):
+        load_config(tmp_path / "ok.yaml", [override])
+
+
+def test_exponents_without_a_dot_are_numbers(tmp_path):
+    (tmp_path / "ok.yaml").write_text("name: ok\n")
+    assert (
+        load_config(tmp_path / "ok.yaml", ["training.learning_rate=3e-4"]).training.learning_rate
+        == 3e-4
+    )
+
+
+def test_a_boolean_is_not_a_number(tmp_path):
+    (tmp_path / "ok.yaml").write_text("training: {steps: true}\n")
+    with pytest.raises(ConfigError, match=r"ok.yaml: training.steps: must be int \(got True\)"):
+        load_config(tmp_path / "ok.yaml")
+    (tmp_path / "fine.yaml").write_text("name: fine\n")
+    with pytest.raises(ConfigError, match="command line: training.learning_rate: must be float"):
+        load_config(tmp_path / "fine.yaml", ["training.learning_rate=false"])
+
+
+def test_an_out_of_range_value_names_the_file_that_set_it(tmp_path):
+    (tmp_path / "corpus.yaml").write_text("name: c\ntraining: {warmup_steps: -3}\n")
+    (tmp_path / "head.yaml").write_text("base: corpus.yaml\nmodel: {head: sigmoid}\n")
+    with pytest.raises(ConfigError, match=r"corpus.yaml: training.warmup_steps: -3 is out of"):
+        load_config(tmp_path / "head.yaml")
+
+
+def test_malformed_yaml_names_the_file(tmp_path):
+    (tmp_path / "broken.yaml").write_text("training: {steps: 3\nmodel: [\n")
+    with pytest.raises(ConfigError, match=r"broken.yaml: not a valid YAML file: .*line"):
+        load_config(tmp_path / "broken.yaml")
+    (tmp_path / "binary.yaml").write_bytes(b"name: \xff\xfe\n")
+    with pytest.raises(ConfigError, match=r"binary.yaml: not a valid YAML file"):
+        load_config(tmp_path / "binary.yaml")

@@ -1,12 +1,15 @@
-"""The training program's bad-input cases: bad corpus lines are caught before SentencePiece."""
+"""The training program's bad input: lines, configs and run folders, all before SentencePiece."""
 
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tfscones.data import ParallelTextError
 from training import train
-from training.config import load_config
+from training.config import config_to_dict, load_config
+from training.run_folder import RunFolderError, check_run_folder
 
 DEMO_CONFIG = Path(train.__file__).parent / "configs" / "demo_scones_a0.5.yaml"
 
@@ -49,3 +52,63 @@ def test_the_program_reports_a_bad_line_in_one_line(tiny_overrides, tmp_path, ca
     message = str(ended.value.code)
     assert message.startswith("data error: ") and "train.de:3: invalid UTF-8" in message
     assert "\n" not in message
+
+
+def program_error(arguments) -> str:
+    with pytest.raises(SystemExit) as ended:
+        train.main(arguments)
+    message = str(ended.value.code)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("training.steps=0", r"command line: training.steps: 0 is out of range"),
+        ("model.head=softmaxx", r"command line: model.head: unknown head 'softmaxx'"),
+        ("model.preset=huge", r"command line: model.preset: unknown preset 'huge'"),
+        ("model.arguments={hidden_dim: 30}", r"command line: model.arguments: .*hidden_dim"),
+        ("model.arguments={attention_heads: 2}", r"command line: model.arguments: .*attention"),
+        ("model.head=softmax", r"demo_scones_a0.5.yaml: loss.alpha: is the SCONES weight"),
+        ("data.dev_source=missing.de", r"command line: data.dev_source: no such file"),
+        ("model.head={name: entmax, alpha: 0.5}", r"command line: model.head: .*alpha"),
+    ],
+)
+def test_config_errors_end_in_one_line_before_sentencepiece(
+    tiny_overrides, tmp_path, override, expected
+):
+    message = program_error(["--config", str(DEMO_CONFIG), *tiny_overrides, override])
+    assert message.startswith("config error: ")
+    assert re.search(expected, message), message
+    assert not (tmp_path / "run" / "spm.model").exists()
+
+
+def test_a_folder_of_another_config_is_refused_naming_what_differs(tiny_overrides, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    earlier = load_config(DEMO_CONFIG, tiny_overrides + ["data.vocabulary_size=300"])
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(earlier)))
+    (run_dir / "spm.model").write_bytes(b"the earlier run's vocabulary")
+
+    message = program_error(["--config", str(DEMO_CONFIG), *tiny_overrides])
+
+    assert message.startswith("run folder error: ")
+    assert "data.vocabulary_size: 300 there, 400 now" in message
+    assert "output_dir" in message
+    assert (run_dir / "spm.model").read_bytes() == b"the earlier run's vocabulary"
+
+
+def test_a_longer_budget_resumes_the_same_run(tiny_overrides, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    earlier = load_config(DEMO_CONFIG, tiny_overrides + ["training.steps=3"])
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(earlier)))
+    check_run_folder(load_config(DEMO_CONFIG, tiny_overrides + ["training.steps=9"]), run_dir)
+
+
+def test_run_files_without_a_config_are_refused(tiny_overrides, tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / "backup").mkdir(parents=True)
+    with pytest.raises(RunFolderError, match="holds backup of a run without its config.yaml"):
+        check_run_folder(load_config(DEMO_CONFIG, tiny_overrides), run_dir)

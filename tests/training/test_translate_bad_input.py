@@ -64,3 +64,13 @@ def test_missing_input_file(run_dir, tmp_path):
     finished = translate("--run", run_dir, "--input", tmp_path / "absent.de")
     assert finished.returncode == 1
     assert "absent.de" in finished.stderr.decode() and b"Traceback" not in finished.stderr
+
+
+def test_files_that_are_no_model_or_vocabulary_are_named(run_dir, tmp_path):
+    source = tmp_path / "in.de"
+    source.write_text("Hallo.\n", encoding="utf-8")
+    finished = translate("--run", run_dir, "--input", source)
+    assert finished.returncode == 1
+    lines = finished.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("translate: error: ")
+    assert "spm.model is not a SentencePiece model" in lines[0]

@@ -68,10 +68,16 @@ class Tokenizer(tf.Module):
 
         Raises:
             tf.errors.NotFoundError: If `model_file` does not exist.
-            ValueError: If the model's special-token ids differ from the project's.
+            ValueError: If it is no SentencePiece model, or its special-token ids differ from
+                the project's.
         """
         with tf.io.gfile.GFile(os.fspath(model_file), "rb") as f:
-            return cls(f.read())
+            model_proto = f.read()
+        try:
+            return cls(model_proto)
+        except RuntimeError as error:
+            problem = str(error).strip().splitlines()[0]
+            raise ValueError(f"{model_file} is not a SentencePiece model ({problem})") from None
 
     @property
     def vocab_size(self) -> int:

@@ -7,7 +7,7 @@ from tfscones.models.latent_experts import (
     ParallelExperts,
     decode_experts,
 )
-from tfscones.models.loading import load_model
+from tfscones.models.loading import check_run_files, load_model, load_run
 from tfscones.models.output_projection import OutputProjection
 from tfscones.models.presets import PRESETS
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
@@ -20,6 +20,8 @@ __all__ = [
     "OutputProjection",
     "ParallelExperts",
     "Seq2SeqTransformer",
+    "check_run_files",
     "decode_experts",
     "load_model",
+    "load_run",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import zipfile
+from pathlib import Path
 
 import keras
 
@@ -11,7 +13,10 @@ import keras
 import tfscones.loss_metrics  # noqa: F401
 import tfscones.losses  # noqa: F401
 import tfscones.schedules  # noqa: F401
+from tfscones.data.tokenizer import Tokenizer
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
+
+RUN_FILES = ("model.keras", "spm.model")
 
 
 def load_model(path: str | os.PathLike, compile: bool = False) -> Seq2SeqTransformer:
@@ -27,7 +32,40 @@ def load_model(path: str | os.PathLike, compile: bool = False) -> Seq2SeqTransfo
 
     Raises:
         FileNotFoundError: If `path` does not exist.
+        ValueError: If it is not a Keras model file.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no model file at {path}")
-    return keras.models.load_model(path, compile=compile)
+    try:
+        return keras.models.load_model(path, compile=compile)
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError) as error:
+        raise ValueError(f"{path} is not a readable .keras model file ({error})") from None
+
+
+def check_run_files(run_dir: str | os.PathLike) -> None:
+    """Checks that a training run folder holds what decoding needs, before anything loads.
+
+    Raises:
+        FileNotFoundError: Naming the folder and each missing file.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir} is not a folder (give a training run's output_dir)")
+    missing = [name for name in RUN_FILES if not (run_dir / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{run_dir} has no {' or '.join(missing)}: a training run folder holds "
+            f"{' and '.join(RUN_FILES)} once its first dev evaluation is done"
+        )
+
+
+def load_run(run_dir: str | os.PathLike) -> tuple[Seq2SeqTransformer, Tokenizer]:
+    """The best model of a training run folder and its tokenizer.
+
+    Raises:
+        FileNotFoundError: If the folder or one of its files is missing.
+        ValueError: If `model.keras` or `spm.model` cannot be read as such.
+    """
+    check_run_files(run_dir)
+    tokenizer = Tokenizer.from_file(Path(run_dir) / "spm.model")
+    return load_model(Path(run_dir) / "model.keras"), tokenizer

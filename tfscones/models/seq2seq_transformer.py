@@ -11,6 +11,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfscones import heads
+from tfscones.data.id_checks import checked_examples
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.models.output_projection import OutputProjection
 from tfscones.models.presets import PRESETS
@@ -427,6 +428,20 @@ class Seq2SeqTransformer(keras.Model):
         if self.normalize_first:
             x = self.decoder_final_norm(x)
         return self._logits(x)[:, 0], ops.stack(layer_caches, axis=1)
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """Keras's `fit`, after checking that the examples' ids fit the vocabulary.
+
+        The check runs in the input pipeline (`tfscones.data.id_checks`), where it holds under
+        XLA too; a bad id ends training with an error naming the input, never a wrong loss.
+        """
+        x, y = checked_examples(x, y, self.vocabulary_size)
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """Keras's `evaluate`, after the same id check as `fit`."""
+        x, y = checked_examples(x, y, self.vocabulary_size)
+        return super().evaluate(x, y, *args, **kwargs)
 
     def train_step(self, data):
         """Keras's training step; under multi-worker training its logs get a leading axis of 1.

@@ -1,0 +1,99 @@
+"""What a run folder may hold when a run starts: nothing, or an earlier run of the same config.
+
+A run started again in its folder resumes from the backup (see `training.train`); the
+vocabulary, model and optimizer state it finds there must come from the same experiment.
+Keys that only say how long or where to train may change on resume (`RESUMABLE_KEYS`); any
+other difference is refused, naming the keys, instead of silently reusing an old `spm.model`
+or failing inside Keras loading.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from training.config import ExperimentConfig, config_to_dict
+
+RESUMABLE_KEYS = frozenset(
+    {
+        "name",
+        "output_dir",
+        "data.dev_sentences",
+        "data.test_source",
+        "data.test_target",
+        "data.test_split",
+        "data.test_sentences",
+        "training.steps",
+        "training.max_minutes",
+        "training.strategy",
+        "training.tpu",
+        "training.jit_compile",
+        "training.backup_every_steps",
+    }
+)
+RUN_FILES = ("spm.model", "backup", "checkpoints", "model.keras", "history.csv")
+
+
+class RunFolderError(RuntimeError):
+    """A run folder holds another experiment's files."""
+
+
+def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
+    """Refuses to start in a folder that holds a run of a different config.
+
+    Args:
+        config: The experiment about to start.
+        run_dir: Its run folder.
+
+    Raises:
+        RunFolderError: If the folder's `config.yaml` differs in a key outside
+            `RESUMABLE_KEYS` (the message lists each with both values), if it cannot be read,
+            or if the folder holds run files without a `config.yaml`.
+    """
+    saved_file = run_dir / "config.yaml"
+    start_afresh = (
+        f"resume with the same config, or start afresh in another folder "
+        f"(output_dir=...) or after deleting {run_dir}."
+    )
+    if not saved_file.exists():
+        found = [name for name in RUN_FILES if (run_dir / name).exists()]
+        if found:
+            raise RunFolderError(
+                f"{run_dir} holds {', '.join(found)} of a run without its config.yaml; "
+                + start_afresh
+            )
+        return
+    try:
+        saved = yaml.safe_load(saved_file.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as error:
+        raise RunFolderError(f"cannot read {saved_file} ({error}); {start_afresh}") from None
+    differences = [
+        f"{key}: {before!r} there, {after!r} now"
+        for key, (before, after) in sorted(
+            _differences(_flat(saved), _flat(config_to_dict(config))).items()
+        )
+        if key not in RESUMABLE_KEYS
+    ]
+    if differences:
+        raise RunFolderError(
+            f"{run_dir} holds a run of another config ({'; '.join(differences)}); " + start_afresh
+        )
+
+
+def _flat(config: dict, prefix: str = "") -> dict:
+    """`{"section.key": value}` of a config dict's sections (values that are dicts stay whole)."""
+    flat = {}
+    for key, value in (config or {}).items():
+        if isinstance(value, dict) and not prefix:
+            flat.update(_flat(value, f"{key}."))
+        else:
+            flat[prefix + key] = value
+    return flat
+
+
+def _differences(before: dict, after: dict) -> dict:
+    keys = set(before) | set(after)
+    return {
+        key: (before.get(key), after.get(key)) for key in keys if before.get(key) != after.get(key)
+    }

@@ -3,8 +3,9 @@
     python -m benchmarks.hard_em_step                  # small preset, vocabulary 8,000, K = 10
     python -m benchmarks.hard_em_step --experts 5 10 --preset tiny --steps 3   # a quick look
 
-A hard-EM step (seed 002, Algorithm 1) adds to the plain step an E-step: one forward pass of the
-decoder, without dropout or gradients, over the batch tiled K times (the encoder runs once).
+A hard-EM step (Shen et al. 2019, Algorithm 1) adds to the plain step an E-step: one forward
+pass of the decoder, without dropout or gradients, over the batch tiled K times (the encoder
+runs once).
 Every model trains the same preset and softmax head with Adam on the same batches of random
 token ids (as `benchmarks.training_throughput`); timings are interleaved (one `fit` of `--steps`
 steps per model per round, after a warm-up) and the median round is reported. Seed 002 reports

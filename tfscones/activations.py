@@ -1,6 +1,6 @@
 """Sparse probability mappings: sparsemax, entmax-1.5 and α-entmax by bisection.
 
-α-entmax (Peters et al. 2019; seed 004, eq. 4) maps logits z to the simplex:
+α-entmax (Peters et al. 2019; Peters & Martins 2021, eq. 4) maps logits z to the simplex:
 
     entmax_α(z)_i = [(α - 1) z_i - τ]_+ ^ (1 / (α - 1)),
 

@@ -1,7 +1,7 @@
 """Force-decoded statistics of a model: calibration (ECE) and the support size of its head.
 
 Force decoding (teacher forcing) feeds the reference translation to the decoder and reads the
-model's prediction at every target position. The entmax paper (seed 004, Peters & Martins 2021)
+model's prediction at every target position. The entmax paper (Peters & Martins 2021)
 reports two statistics of these predictions:
 
 - Expected Calibration Error (its Table 6; Naeini et al. 2015): the predictions are put into

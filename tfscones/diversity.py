@@ -1,6 +1,6 @@
 """Quality and diversity of a set of translations: the metrics of Shen et al. (2019), §4.
 
-"Mixture Models for Diverse Machine Translation: Tricks of the Trade" (seed 002) scores K
+"Mixture Models for Diverse Machine Translation: Tricks of the Trade" (Shen et al. 2019) scores K
 hypotheses {ŷ^1, ..., ŷ^K} of every source sentence x against its N references
 {y^1, ..., y^N} with three numbers (its Table 1), each built on BLEU(u, v) of "an ordered
 sentence pair (u, v), where u is the reference and v is the hypothesis":

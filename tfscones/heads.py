@@ -1,6 +1,6 @@
 """Output heads: what a model's logits mean, how decoders score them, and how they are trained.
 
-The head is the one object that models, losses and decoders share (DESIGN.md, "the head"):
+The head is the one object that models, losses and decoders share:
 
 | head          | probabilities      | search score per token   | zeros        | default loss  |
 |---------------|--------------------|--------------------------|--------------|---------------|

@@ -3,7 +3,8 @@
 Every loss takes logits `[..., vocab]` and integer targets `[...]`: sequences (`[batch, length,
 vocab]` with `[batch, length]`) or classification (`[batch, classes]` with `[batch]`). In sequences,
 positions whose target is `pad_id` (default 0) are masked, and the loss is the sum over the other
-tokens divided by their number (the `weights.sum()` of the SCONES JAX listing, seed 001 Fig. 10).
+tokens divided by their number (the `weights.sum()` of the SCONES JAX listing, Stahlberg &
+Kumar 2022, Fig. 10).
 Classification labels (rank-1 targets) are never masked: there, 0 is a class like any other.
 
 All losses compute in float32 whatever the logits' dtype (mixed precision included).
@@ -217,7 +218,7 @@ def scones_terms(
         L- = Σ_{w≠y} (1-λ) sp(z_w) + λ sp(-z_w)   = Σ_w [sp(z_w) - λ z_w] - sp(z_y) + λ z_y
 
     One softplus pass over the vocabulary suffices, and it is exact for any |z| (no 1e-30 clamp
-    as in the JAX listing of seed 001, Fig. 10).
+    as in the JAX listing of Stahlberg & Kumar 2022, Fig. 10).
 
     Args:
         targets: int32 gold ids `[...]`.
@@ -318,7 +319,7 @@ class SconesLoss(_TokenLoss):
 
 
 def _smoothed_target_entropy(vocab_size: tf.Tensor, alpha: float, epsilon: float) -> tf.Tensor:
-    """H_α(q) = (1 - Σ q^α) / (α(α-1)) (seed 004, eq. 6) of q = (1-ε) e_y + ε/|V| (eq. 10)."""
+    """H_α(q) = (1 - Σ q^α)/(α(α-1)) of q = (1-ε)e_y + ε/|V| (Peters & Martins 2021, eq. 6, 10)."""
     vocab_size = tf.cast(vocab_size, tf.float32)
     uniform = epsilon / vocab_size
     power_sum = tf.pow(1.0 - epsilon + uniform, alpha) + (vocab_size - 1.0) * tf.pow(uniform, alpha)
@@ -334,10 +335,10 @@ def entmax_token_loss(
 ) -> tf.Tensor:
     """Per-token Fenchel-Young α-entmax loss with Fenchel-Young label smoothing.
 
-    L(z; q) = (p* - q)·z + H_α(p*) - H_α(q) with p* = entmax_α(z) (seed 004, eq. 7 with the
-    Tsallis regulariser of eq. 6), and q = (1-ε) e_y + ε/|V| (eq. 10). The forward pass needs
-    only τ, p*·z and Σ p*^α, which `activations.entmax_statistics` takes from the largest logits;
-    the gradient p* - q (eq. 9, 13) is formed in the backward pass from τ.
+    L(z; q) = (p* - q)·z + H_α(p*) - H_α(q) with p* = entmax_α(z) (Peters & Martins 2021,
+    eq. 7 with the Tsallis regulariser of eq. 6), and q = (1-ε) e_y + ε/|V| (eq. 10). The
+    forward pass needs only τ, p*·z and Σ p*^α, which `activations.entmax_statistics` takes from
+    the largest logits; the gradient p* - q (eq. 9, 13) is formed in the backward pass from τ.
 
     Args:
         targets: int32 gold ids `[...]`.

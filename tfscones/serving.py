@@ -14,7 +14,7 @@ Signatures (all take a batch; "string" is UTF-8 text; `translate` is the default
 - `score(source, target: string [b])`: `scores` `[b]` (sum of the head's log scores of the
   target's tokens, EOS included), `token_scores` `[b, T]` and `lengths` `[b]`.
 - `translate_experts(source)`, for a `LatentExpertTransformer` only: every expert's greedy
-  translation in one batched call (seed 002); `translations` `[b, K]`, `scores` `[b, K]`.
+  translation in one batched call (Shen et al. 2019); `translations` `[b, K]`, `scores` `[b, K]`.
 
 Request limits (`RequestLimits`), fixed when the module is built:
 - Sentences per request: at most `max_batch_size`; a larger request fails with an
@@ -237,7 +237,7 @@ class TranslationModule(tf.Module):
     def translate_experts(self, source: tf.Tensor) -> dict[str, tf.Tensor]:
         """Every expert's greedy translation of each sentence (a latent-expert model only).
 
-        The K experts of a `LatentExpertTransformer` decode in one batched call (seed 002,
+        The K experts of a `LatentExpertTransformer` decode in one batched call (Shen et al. 2019,
         §3.2): K diverse translations per sentence, in expert order.
 
         Args:

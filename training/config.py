@@ -73,9 +73,9 @@ class DataConfig:
 class ModelConfig:
     """The architecture: a `Seq2SeqTransformer` preset, its head, and argument overrides.
 
-    `num_experts: K` makes it a `LatentExpertTransformer` trained by hard EM (seed 002): K
+    `num_experts: K` makes it a `LatentExpertTransformer` trained by hard EM (Shen et al. 2019): K
     expert embeddings in place of the start token; `expert_choice_dropout` chooses each
-    example's expert with dropout on (seed 002 §5.4's pitfall, off by default).
+    example's expert with dropout on (Shen et al. 2019, §5.4's pitfall, off by default).
     """
 
     preset: str = "small"

@@ -222,7 +222,8 @@ class ProgressDisplay:
     """The latest progress line of each model, redrawn as a block on a terminal.
 
     Elsewhere (a log, CI) the block is written when it first has a line and then every
-    `LOG_SECONDS`; a model's first line and a forced one (its end) are written as they come.
+    `LOG_SECONDS`; a model's first line and a forced one (its end) are written as they come,
+    and a line already written (a finished model's) is not written again.
     """
 
     STARTING = "starting"
@@ -234,6 +235,7 @@ class ProgressDisplay:
         self.width = max(len(label) for label in labels)
         self.drawn = 0
         self.last_written = -LOG_SECONDS
+        self.written = dict.fromkeys(labels)
 
     def update(self, label: str, line: str, force: bool = False) -> None:
         """Takes a model's latest line; shows the block if due."""
@@ -242,7 +244,7 @@ class ProgressDisplay:
         if self.interactive or time.monotonic() - self.last_written >= LOG_SECONDS:
             self._show()
         elif force:
-            self.stream.write(f"{label:<{self.width}}  {line}\n")
+            self._write(label, line)
             self.stream.flush()
 
     def _show(self) -> None:
@@ -250,10 +252,16 @@ class ProgressDisplay:
         if self.interactive and self.drawn:
             self.stream.write(f"\033[{self.drawn}F")
         for label, line in self.lines.items():
-            erase = "\033[K" if self.interactive else ""
-            self.stream.write(f"{erase}{label:<{self.width}}  {line}\n")
+            if self.interactive:
+                self.stream.write(f"\033[K{label:<{self.width}}  {line}\n")
+            elif line != self.written[label]:
+                self._write(label, line)
         self.drawn = len(self.lines)
         self.stream.flush()
+
+    def _write(self, label: str, line: str) -> None:
+        self.stream.write(f"{label:<{self.width}}  {line}\n")
+        self.written[label] = line
 
 
 def print_results(results: dict[str, dict]) -> None:
@@ -263,7 +271,7 @@ def print_results(results: dict[str, dict]) -> None:
     print(f"|{'-' * 15}|-------|---------|------------|-------------|-------------|")
     for label, result in results.items():
         print(
-            f"| {label:<13} | {result['steps']:>5} | {result['train_minutes']:>7.1f} | "
+            f"| {label:<13} | {result['steps']:>5,} | {result['train_minutes']:>7.1f} | "
             f"{result['best_dev_bleu']:>10.1f} | {result['test_bleu']:>11.1f} | "
             f"{result['test_beam_bleu']:>11.1f} |"
         )

@@ -5,14 +5,14 @@
     python -m training.diversity --baseline-run RUN --source src.de --references ref1.en ref2.en \
         --k 5 --out reports/diversity
 
-Every method produces K translations of each source (seed 002 §4): the K experts of a
+Every method produces K translations of each source (Shen et al. 2019, §4): the K experts of a
 latent-expert model decoded greedily in one batched call (`--moe-run`, a run trained with
 `model.num_experts`), and, with the plain model of `--baseline-run`, K samples, K top-k samples,
 the K best of a beam of K, and diverse beam search with K groups of one beam. The table has
-seed 002's metrics (`tfscones.diversity`): pairwise BLEU (lower is more diverse), average
-oracle BLEU (higher is better), the number of references covered, and the human leave-one-out
-row; the plot is seed 002's Figure 2, average oracle BLEU against pairwise BLEU. Written to
-`OUT/diversity.md`, `OUT/diversity.json` and `OUT/diversity.png`.
+the metrics of Shen et al. (2019) (`tfscones.diversity`): pairwise BLEU (lower is more
+diverse), average oracle BLEU (higher is better), the number of references covered, and the
+human leave-one-out row; the plot is Figure 2 of Shen et al. (2019), average oracle BLEU
+against pairwise BLEU. Written to `OUT/diversity.md`, `OUT/diversity.json` and `OUT/diversity.png`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from training.argument_types import non_negative_int, positive_int  # noqa: E402
 
 
 def baseline_searches(k: int, top_k: int, diversity_strength: float, seed: int) -> dict:
-    """The decoding baselines of seed 002 §4, each giving `k` translations a sentence."""
+    """The decoding baselines of Shen et al. 2019, §4, each giving `k` translations a sentence."""
     return {
         "sampling": Search("sample", num_hypotheses=k, seed=seed),
         f"top-{top_k} sampling": Search("sample", num_hypotheses=k, top_k=top_k, seed=seed),
@@ -83,7 +83,7 @@ def read_references(source: Path, reference_files: list[Path]) -> tuple[list[str
 
 
 def write_report(reports: dict[str, diversity.DiversityReport], out: Path) -> None:
-    """The markdown table, the JSON and the plot of seed 002's Figure 2."""
+    """The markdown table, the JSON and the plot of Figure 2 of Shen et al. (2019)."""
     out.mkdir(parents=True, exist_ok=True)
     first = next(iter(reports.values()))
     lines = [

@@ -1,4 +1,4 @@
-"""Hard mixture of experts (seed 002): the E-step, hard-EM training and parallel expert decoding."""
+"""Hard mixture of experts (Shen et al. 2019): E-step, hard-EM training, parallel decoding."""
 
 import keras
 import numpy as np

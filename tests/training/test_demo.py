@@ -1,9 +1,12 @@
 """The demo end to end on a tiny slice: what a newcomer sees, and no TensorFlow C++ log lines."""
 
+import io
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from training import demo
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -31,9 +34,28 @@ def test_demo_prints_progress_table_and_translations_without_native_logs(tiny_ov
     for label in ("softmax", "SCONES α=0.5"):
         progress = [line for line in lines if re.match(rf"{label} +step +\d+ · loss \d", line)]
         assert progress, f"no progress line of {label}"
-        assert any(re.match(rf"{label} +done: 4 steps, best dev BLEU \d", line) for line in lines)
+        done = [line for line in lines if re.match(rf"{label} +done: 4 steps, best dev BLEU", line)]
+        assert len(done) == 1, lines
     rows = [line for line in lines if line.startswith("| softmax") or line.startswith("| SCONES")]
     assert len(rows) == 2 and all(row.split("|")[2].strip() == "4" for row in rows)
     for label in ("softmax (greedy)", "SCONES α=0.5 (greedy)", "SavedModel (translate)"):
         assert sum(line.startswith(label) for line in lines) == 6, label
     assert (tmp_path / "runs" / "exports" / "demo-scones-a0.5" / "1" / "saved_model.pb").is_file()
+
+
+def test_a_log_gets_each_progress_line_once(monkeypatch):
+    monkeypatch.setattr(demo, "LOG_SECONDS", 0.0)
+    log = io.StringIO()
+    display = demo.ProgressDisplay(["softmax", "SCONES"], log)
+    display.update("softmax", "step 1")
+    display.update("softmax", "done: 4 steps", force=True)
+    display.update("SCONES", "step 3")
+    display.update("SCONES", "step 3")
+    display.update("SCONES", "done: 4 steps", force=True)
+    assert log.getvalue().splitlines() == [
+        "softmax  step 1",
+        "SCONES   starting",
+        "softmax  done: 4 steps",
+        "SCONES   step 3",
+        "SCONES   done: 4 steps",
+    ]

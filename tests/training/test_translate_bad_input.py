@@ -74,3 +74,20 @@ def test_files_that_are_no_model_or_vocabulary_are_named(run_dir, tmp_path):
     lines = finished.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("translate: error: ")
     assert "spm.model is not a SentencePiece model" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--sample", "--temperature", "0"], "temperature must be finite and > 0"),
+        (["--sample", "--top-p", "1.5"], "top_p must be in (0, 1]"),
+        (["--sample", "--top-k", "-1"], "top_k must be an integer >= 0"),
+        (["--beam", "4", "--length-penalty", "-1"], "length_penalty must be finite and non-neg"),
+        (["--beam", "4", "--diverse-groups", "3"], "must be a multiple of num_groups (3)"),
+    ],
+)
+def test_search_settings_out_of_range_end_in_one_line(run_dir, flags, message):
+    finished = translate("--run", run_dir, *flags)
+    assert finished.returncode == 2
+    assert message in finished.stderr.decode()
+    assert b"Traceback" not in finished.stderr

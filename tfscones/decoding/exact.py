@@ -1,13 +1,13 @@
 """Exact search: the model's single best translation, or the best found within a state budget.
 
-Stahlberg & Byrne (2019), as used in SCONES §4.3 (seed 000, Appendix A): depth-first search
-over output prefixes, pruned with an admissible bound. Every head scores a token with a log
-score that is at most 0 (log-softmax, log σ(z) = -softplus(-z), log entmax), so a prefix's
-score only falls as it grows: a prefix that does not beat the best complete translation found so
-far cannot grow into one that does, and is dropped. The search starts from the best beam-search
-hypothesis as its lower bound, so it never returns anything worse than beam search, and it
-always expands a prefix's best-scoring child first, so that good translations, and with them
-tight bounds, are found early.
+Stahlberg & Byrne (2019), as used in SCONES §4.3 (Stahlberg & Kumar 2022, Appendix A): depth-first
+search over output prefixes, pruned with an admissible bound. Every head scores a token with a log
+score that is at most 0 (log-softmax, log σ(z) = -softplus(-z), log entmax), so a prefix's score
+only falls as it grows: a prefix that does not beat the best complete translation found so far
+cannot grow into one that does, and is dropped. The search starts from the best beam-search
+hypothesis as its lower bound, so it never returns anything worse than beam search, and it always
+expands a prefix's best-scoring child first, so that good translations, and with them tight bounds,
+are found early.
 
 The search space is the one every decoder here searches (see `tfscones.decoding.common`): the
 token sequences that end with EOS within the sentence's length limit, plus those that reach the

@@ -4,8 +4,8 @@ The head decides what is sampled. At every step the next token is drawn with pro
 
     p(w) ∝ exp(head.log_scores(z)_w / temperature)
 
-where `z` are the step's logits, so a decoder never asks which head it has (DESIGN.md, "the
-head"); it only calls `model.head.log_scores`:
+where `z` are the step's logits, so a decoder never asks which head it has (`tfscones.heads`);
+it only calls `model.head.log_scores`:
 
 | head             | p(w) at temperature T                | zero-probability tokens       |
 |------------------|--------------------------------------|-------------------------------|
@@ -120,7 +120,7 @@ def sample_decode(
             positive and finite, `top_k` < 0, `top_p` outside (0, 1], `seed` not two integers,
             `max_length` not positive, `max_length_a` or `max_length_b` negative).
     """
-    _validate_sampling_arguments(num_samples, temperature, top_k, top_p)
+    validate_sampling_arguments(num_samples, temperature, top_k, top_p)
     seed = _as_seed(seed)
     width = common.max_output_length(model, max_length)
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
@@ -228,7 +228,7 @@ def _as_seed(seed: tuple[int, int] | tf.Tensor) -> tf.Tensor:
     return tf.cast(tensor, tf.int64)
 
 
-def _validate_sampling_arguments(
+def validate_sampling_arguments(
     num_samples: int, temperature: float, top_k: int, top_p: float
 ) -> None:
     """Raises a ValueError naming the first argument outside its allowed range."""

@@ -16,7 +16,7 @@ import tensorflow as tf
 from tfscones.decoding import common
 from tfscones.decoding.beam import beam_search, diverse_beam_search
 from tfscones.decoding.greedy import greedy_decode
-from tfscones.decoding.sampling import sample_decode
+from tfscones.decoding.sampling import sample_decode, validate_sampling_arguments
 
 METHODS = ("greedy", "beam", "diverse_beam", "sample")
 
@@ -92,6 +92,25 @@ class Search:
                 f"num_hypotheses ({self.num_hypotheses}) must be at most beam_size "
                 f"({self.beam_size}) for beam search."
             )
+        self._check_settings()
+
+    def _check_settings(self) -> None:
+        """Refuses every out-of-range setting here, before a model or decoder is touched."""
+        _check_whole("beam_size", self.beam_size, low=1)
+        _check_finite("length_penalty", self.length_penalty)
+        _check_finite("diversity_strength", self.diversity_strength)
+        _check_finite("max_length_a", self.max_length_a)
+        _check_finite("max_length_b", self.max_length_b)
+        if self.max_length is not None:
+            _check_whole("max_length", self.max_length, low=1)
+        if self.method == "diverse_beam":
+            _check_whole("num_groups", self.num_groups, low=1)
+            if self.beam_size % self.num_groups:
+                raise ValueError(
+                    f"beam_size ({self.beam_size}) must be a multiple of num_groups "
+                    f"({self.num_groups})."
+                )
+        validate_sampling_arguments(self.num_hypotheses, self.temperature, self.top_k, self.top_p)
 
     @property
     def output_count(self) -> int:
@@ -158,3 +177,13 @@ class Search:
             lengths=output.lengths[:, :count],
             scores=output.scores[:, :count],
         )
+
+
+def _check_whole(name: str, value, low: int) -> None:
+    if isinstance(value, bool) or int(value) != value or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+
+
+def _check_finite(name: str, value) -> None:
+    if isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be finite and non-negative, got {value!r}.")

@@ -1,4 +1,4 @@
-"""Hard mixture of experts: one multinomial latent variable for diverse translation (seed 002).
+"""Hard mixture of experts: one multinomial latent variable for diverse translation.
 
 Shen et al. (2019), "Mixture Models for Diverse Machine Translation: Tricks of the Trade", model
 p(y|x) = Σ_z p(z|x) p(y|z, x) with a latent z ∈ {1, ..., K} (§3, eq. 1). Their Hard-MoE (§3.1)
@@ -42,8 +42,8 @@ class ExpertShare(keras.metrics.Metric):
     into the logs of `fit` and `evaluate`. The shares are the fractions of sentence pairs (since
     the metric's last reset, the start of the epoch in `fit`) whose best expert was k. Their
     perplexity exp(-Σ_k s_k log s_k) is K when every expert wins equally often and 1 when one
-    expert wins every pair: the collapse of §5.4 of seed 002 (Table 2, "Collapse to single expert")
-    shows as perplexity near 1.
+    expert wins every pair: the collapse of §5.4 of Shen et al. 2019 (Table 2, "Collapse to
+    single expert") shows as perplexity near 1.
 
     Args:
         num_experts: K, the number of experts.
@@ -111,7 +111,7 @@ class _TargetEmbeddingWithExperts:
 
 @keras.saving.register_keras_serializable(package="tfscones")
 class LatentExpertTransformer(Seq2SeqTransformer):
-    """A `Seq2SeqTransformer` with K latent experts trained by hard-EM (seed 002, §3.1).
+    """A `Seq2SeqTransformer` with K latent experts trained by hard-EM (Shen et al. 2019, §3.1).
 
     Expert z is a learned embedding (`hidden_dim` values, initialised like a token embedding)
     that takes the place of the start token at target position 0: the decoder's input there is
@@ -143,7 +143,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         num_experts: K ≥ 1, the number of values of the latent variable (the paper's default
             is 10; K = 1 is a plain model with a learned start embedding).
         expert_choice_dropout: Whether the E-step runs with dropout on. Off by default, as
-            Algorithm 1 prescribes: §5.4 and Appendix B of seed 002 show that dropout noise
+            Algorithm 1 prescribes: §5.4 and Appendix B of Shen et al. 2019 show that dropout noise
             during the choice makes it random and the model ends up ignoring the latent
             variable. On only to reproduce that ablation.
         **kwargs: The other arguments of `Seq2SeqTransformer` (`dropout`, `head`,
@@ -522,7 +522,7 @@ def decode_experts(
     search: Search | None = None,
     **search_settings,
 ) -> NBest:
-    """Decodes every sentence with each of the K experts, in one batched search (seed 002, §3.2).
+    """Decodes every sentence with each of the K experts in one batched search (Shen et al., §3.2).
 
     The paper's decoding is greedy search per expert (the default); any `Search` works the same
     way (beam search per expert, sampling per expert). Hypotheses come grouped by expert, not

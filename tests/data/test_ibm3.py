@@ -237,9 +237,7 @@ def test_command_names_the_file_of_mismatched_inputs(tmp_path):
     source = write(tmp_path / "short.src", ["s1 s2", "s3"])
     target = write(tmp_path / "long.tgt", ["t1a t2a", "t3a", "t4a"])
     arguments = ["--source", str(source), "--target", str(target), "--temperatures", "0.5"]
-    with pytest.raises(
-        SystemExit, match="synthetic: error: .*short.src has 2 lines.*long.tgt has 3"
-    ):
+    with pytest.raises(SystemExit, match="synthetic: error: .*short.src has 2 lines.*long.tgt"):
         synthetic.main([*arguments, "--out", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
 

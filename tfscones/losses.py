@@ -54,7 +54,16 @@ def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:
         ValueError: If the shapes do not match or the targets have a non-numeric dtype.
         tf.errors.InvalidArgumentError: When the graph runs, if a target is not a whole number
             or lies outside [0, vocab_size). XLA drops such checks; `_TokenLoss` then makes the
-            loss NaN (`invalid_targets`), never a finite wrong value.
+            loss NaN (`checked_token_ids`), never a finite wrong value.
+    """
+    targets, logits, _ = checked_token_ids(y_true, y_pred)
+    return targets, logits
+
+
+def checked_token_ids(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """`token_ids_and_logits` plus whether every target is valid, as a bool scalar.
+
+    The flag is the value form of the assertions, for where XLA drops those.
     """
     logits = tf.convert_to_tensor(y_pred)
     logits = tf.cast(logits, tf.float32) if logits.dtype != tf.float32 else logits
@@ -65,6 +74,7 @@ def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:
             f"targets of shape {targets.shape} do not match logits of shape {logits.shape}: "
             f"targets must have the logits' shape without the vocabulary axis, {expected}."
         )
+    whole = tf.constant(True)
     if targets.dtype.is_floating:
         whole = tf.reduce_all(tf.equal(targets, tf.round(targets)))
         with tf.control_dependencies(
@@ -78,19 +88,7 @@ def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:
     in_range = tf.reduce_all((targets >= 0) & (targets < vocab_size))
     message = "target ids must lie in [0, vocab_size); vocab_size ="
     with tf.control_dependencies([tf.debugging.Assert(in_range, [message, vocab_size])]):
-        return tf.identity(targets), logits
-
-
-def invalid_targets(y_true, vocab_size) -> tf.Tensor:
-    """Whether any target is not a whole number in [0, vocab_size): a bool scalar.
-
-    The value form of `token_ids_and_logits`'s assertions, which hold where XLA drops those.
-    """
-    targets = tf.convert_to_tensor(y_true)
-    whole = tf.equal(targets, tf.round(targets)) if targets.dtype.is_floating else True
-    targets = tf.cast(targets, tf.float32)
-    vocab_size = tf.cast(vocab_size, tf.float32)
-    return ~tf.reduce_all(whole & (targets >= 0.0) & (targets < vocab_size))
+        return tf.identity(targets), logits, whole & in_range
 
 
 def check_sample_weight_shape(sample_weight, y_true, y_pred) -> None:
@@ -189,8 +187,8 @@ class _TokenLoss(keras.losses.Loss):
         return tf.cast(tf.not_equal(targets, tf.cast(self.pad_id, targets.dtype)), tf.float32)
 
     def call(self, y_true, y_pred):
-        targets, logits = token_ids_and_logits(y_true, y_pred)
-        poison = tf.where(invalid_targets(y_true, tf.shape(logits)[-1]), math.nan, 1.0)
+        targets, logits, valid = checked_token_ids(y_true, y_pred)
+        poison = tf.where(valid, 1.0, math.nan)
         return self.per_token_loss(targets, logits) * poison  # NaN loss and gradients
 
     def per_token_loss(self, targets: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:

@@ -49,7 +49,8 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
     Raises:
         RunFolderError: If the folder's `config.yaml` differs in a key outside
             `RESUMABLE_KEYS` (the message lists each with both values), if it cannot be read,
-            or if the folder holds run files without a `config.yaml`.
+            or if the folder holds run files without a `config.yaml` (empty folders hold
+            nothing).
     """
     saved_file = run_dir / "config.yaml"
     start_afresh = (
@@ -57,7 +58,7 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
         f"(output_dir=...) or after deleting {run_dir}."
     )
     if not saved_file.exists():
-        found = [name for name in RUN_FILES if (run_dir / name).exists()]
+        found = [name for name in RUN_FILES if _holds_a_file(run_dir / name)]
         if found:
             raise RunFolderError(
                 f"{run_dir} holds {', '.join(found)} of a run without its config.yaml; "
@@ -79,6 +80,11 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
         raise RunFolderError(
             f"{run_dir} holds a run of another config ({'; '.join(differences)}); " + start_afresh
         )
+
+
+def _holds_a_file(path: Path) -> bool:
+    """Whether `path` is a file, or a folder with a file somewhere below it (empty ones are not)."""
+    return path.is_file() or (path.is_dir() and any(p.is_file() for p in path.rglob("*")))
 
 
 def _flat(config: dict, prefix: str = "") -> dict:

@@ -486,11 +486,13 @@ def run(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
         A dict with the best dev BLEU, test BLEU, steps trained and wall time.
     """
     started = time.monotonic()
+    # The strategy comes first: a multi-worker strategy must configure TensorFlow's collective
+    # ops before anything (the config check builds a model) starts its runtime.
+    strategy = make_strategy(config.training.strategy, config.training.tpu)
     check_config(config)
     keras.utils.set_random_seed(config.training.seed)
     if config.training.mixed_precision:
         keras.mixed_precision.set_global_policy(config.training.mixed_precision)
-    strategy = make_strategy(config.training.strategy, config.training.tpu)
     run_dir = worker_run_dir(config)
     check_run_folder(config, run_dir)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))

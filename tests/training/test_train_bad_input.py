@@ -109,6 +109,9 @@ def test_a_longer_budget_resumes_the_same_run(tiny_overrides, tmp_path):
 
 def test_run_files_without_a_config_are_refused(tiny_overrides, tmp_path):
     run_dir = tmp_path / "run"
-    (run_dir / "backup").mkdir(parents=True)
+    (run_dir / "backup" / "chief").mkdir(parents=True)
+    config = load_config(DEMO_CONFIG, tiny_overrides)
+    check_run_folder(config, run_dir)  # empty folders hold no run
+    (run_dir / "backup" / "chief" / "checkpoint").write_text("a backup")
     with pytest.raises(RunFolderError, match="holds backup of a run without its config.yaml"):
-        check_run_folder(load_config(DEMO_CONFIG, tiny_overrides), run_dir)
+        check_run_folder(config, run_dir)

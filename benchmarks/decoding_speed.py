@@ -35,13 +35,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from benchmarks.keras_hub_samplers import keras_hub_decode  # noqa: E402
-from export.savedmodel import write_savedmodel  # noqa: E402
 from tfscones.data import Tokenizer  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.data.vocab_ids import PAD_ID  # noqa: E402
 from tfscones.decoding import beam_search, greedy_decode, source_ids_for_model  # noqa: E402
 from tfscones.models import load_model  # noqa: E402
-from tfscones.serving import TranslationModule  # noqa: E402
+from tfscones.serving import (
+    TranslationModule,  # noqa: E402
+    write_savedmodel,  # noqa: E402
+)
 
 BATCH_SIZES = (1, 4, 32)
 BEAM_SIZES = (2, 4, 8)

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tfscones.averaging import average_checkpoints, average_weights, moving_average_weights
+from tfscones.training.averaging import average_checkpoints, average_weights, moving_average_weights
 
 
 def dense_model(optimizer=None):

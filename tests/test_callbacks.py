@@ -5,7 +5,7 @@ import io
 import keras
 import numpy as np
 
-from tfscones.callbacks import EpochCheckpoints, ProgressLine, TrainingBudget
+from tfscones.training.callbacks import EpochCheckpoints, ProgressLine, TrainingBudget
 
 
 def fitted(callbacks, epochs, steps_per_epoch=4):

@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from tfscones.callbacks import StepBackup, TrainingBudget
-from tfscones.schedules import WarmupDecay, WarmupInverseSqrt, make_schedule
+from tfscones.training.callbacks import StepBackup, TrainingBudget
+from tfscones.training.schedules import WarmupDecay, WarmupInverseSqrt, make_schedule
 
 
 def rate(schedule, step, time_fraction=0.0):

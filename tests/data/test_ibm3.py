@@ -4,8 +4,8 @@ import random
 import numpy as np
 import pytest
 
+from tfscones.commands import synthetic
 from tfscones.data import ibm3
-from training import synthetic
 
 SMOOTHING = ibm3.EstimationOptions().fertility_smoothing
 WIDTH = ibm3.EstimationOptions().max_fertility + 1

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export import savedmodel
+from tfscones.commands import export as export_command
 from tfscones.data import Tokenizer, train_sentencepiece
 from tfscones.data.demo import demo_file
 from tfscones.models import Seq2SeqTransformer
@@ -86,7 +86,7 @@ def module(model, tokenizer) -> TranslationModule:
 def export_dir(run_dir, tmp_path_factory) -> Path:
     """The run exported by the export program, as BASE/tfscones/1."""
     out = tmp_path_factory.mktemp("exports") / "tfscones" / "1"
-    savedmodel.main(
+    export_command.main(
         [
             "--run",
             str(run_dir),

@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export.savedmodel import write_savedmodel
 from tfscones.decoding.translate import source_ids_for_model
 from tfscones.models import LatentExpertTransformer, decode_experts
-from tfscones.serving import TranslationModule
+from tfscones.serving import TranslationModule, write_savedmodel
 
 EXPERTS = 3
 

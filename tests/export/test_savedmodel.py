@@ -11,9 +11,10 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from export import savedmodel
+from tfscones.commands import export as export_command
 from tfscones.decoding import source_ids_for_model, translate
 from tfscones.decoding.beam import beam_search
+from tfscones.serving import export as savedmodel
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SIGNATURES = {"translate", "translate_beam", "nbest", "translate_ids", "score"}
@@ -246,7 +247,7 @@ def test_saved_model_cli_shows_and_runs_the_signatures(export_dir, module, sente
 
 def export_fails(arguments: list[str], message: str) -> None:
     with pytest.raises(savedmodel.ExportError, match=message):
-        savedmodel.export(savedmodel.parse_arguments(arguments))
+        export_command.export(export_command.parse_arguments(arguments))
 
 
 @pytest.mark.parametrize(
@@ -279,4 +280,4 @@ def test_export_needs_a_new_numbered_version_folder(run_dir, tmp_path):
     (tmp_path / "3" / "saved_model.pb").write_bytes(b"")
     export_fails(["--run", str(run_dir), "--out", str(tmp_path / "3")], "not empty.*/4")
     with pytest.raises(SystemExit, match="export error: .*positive integer"):
-        savedmodel.main(["--run", str(run_dir), "--out", str(tmp_path / "latest")])
+        export_command.main(["--run", str(run_dir), "--out", str(tmp_path / "latest")])

@@ -1,19 +1,19 @@
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tfscones import model_errors
+from tfscones.commands import analyze
 from tfscones.data import Tokenizer
 from tfscones.decoding import Search, source_ids_for_model, translate, translate_nbest
 from tfscones.metrics import corpus_bleu
 from tfscones.models import load_model
-from training import analyze, train
-from training.config import load_config
+from tfscones.training import runner
+from tfscones.training.config import CONFIG_DIR as CONFIGS
+from tfscones.training.config import load_config
 
-CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
 BUDGET = 40
 BEAM4 = Search("beam", beam_size=4)
 
@@ -24,7 +24,7 @@ def tiny_run(tiny_overrides, tmp_path):
         CONFIGS / "demo_scones_a0.2.yaml",
         [*tiny_overrides, "training.steps=3", "training.steps_per_epoch=3"],
     )
-    train.run(config)
+    runner.train(config)
     return tmp_path / "run"
 
 

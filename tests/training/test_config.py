@@ -2,9 +2,16 @@ from pathlib import Path
 
 import pytest
 
-from training.config import ConfigError, load_config
+from tfscones.training.config import (
+    CONFIG_DIR,
+    PACKAGE_DIR,
+    ConfigError,
+    data_path,
+    load_config,
+    shipped_configs,
+)
 
-CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
+CONFIGS = CONFIG_DIR
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.stem)
@@ -14,6 +21,22 @@ def test_every_shipped_config_loads(path):
     if "_scones_" in path.stem:
         assert config.model.head == "sigmoid"
         assert config.loss.alpha == float(path.stem.split("_a")[-1])
+
+
+def test_shipped_configs_load_by_name_with_their_demo_corpus_inside_the_package():
+    config = load_config("demo_softmax", ["training.steps=7"])
+    assert config == load_config(CONFIGS / "demo_softmax.yaml", ["training.steps=7"])
+    assert config.training.steps == 7 and "demo_softmax" in shipped_configs()
+    files = [data_path(path) for path in config.data.train_source + [config.data.test_target]]
+    assert all(path.is_file() and PACKAGE_DIR in path.parents for path in files)
+    assert data_path("corpus/train.de") == Path("corpus/train.de")
+
+
+def test_an_unknown_config_name_lists_the_shipped_ones():
+    with pytest.raises(ConfigError, match="no shipped config is named 'demo_sofmax'.*demo_softmax"):
+        load_config("demo_sofmax")
+    with pytest.raises(ConfigError, match="elsewhere/demo_softmax.yaml does not exist"):
+        load_config("elsewhere/demo_softmax.yaml")
 
 
 def test_base_files_and_overrides_combine(tmp_path):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from training import demo
+from tfscones.commands import demo
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 

@@ -1,15 +1,14 @@
 import json
-from pathlib import Path
 
 import pytest
 
 from tfscones import diversity
+from tfscones.commands import diversity as diversity_command
 from tfscones.data.demo import DEMO_DIR
-from training import diversity as diversity_command
-from training import train
-from training.config import load_config
+from tfscones.training import runner
+from tfscones.training.config import CONFIG_DIR as CONFIGS
+from tfscones.training.config import load_config
 
-CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
 K = 2
 
 
@@ -18,7 +17,7 @@ def trained_run(overrides, config_name, folder):
         CONFIGS / config_name,
         [*overrides, f"output_dir={folder}", "training.steps=2", "training.steps_per_epoch=2"],
     )
-    train.run(config)
+    runner.train(config)
     return folder
 
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from training import temperature_table
+from tfscones.commands import temperature_table
 
 
 def write_report(folder, bleus):

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from tfscones.commands import demo, translate
 from tfscones.data import Tokenizer
 from tfscones.decoding import translate as translate_sentences
 from tfscones.models import load_model
-from training import demo, train, translate
-from training.config import load_config
+from tfscones.training import runner
+from tfscones.training.config import load_config
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-DEMO_CONFIG = REPOSITORY / "training" / "configs" / "demo_scones_a0.5.yaml"
+DEMO_CONFIG = "demo_scones_a0.5"  # a shipped config, by name
 
 
 def read_history(run_dir: Path) -> list[dict]:
@@ -36,7 +37,7 @@ def test_training_writes_checkpoints_logs_results_and_translates(tiny_overrides,
     ]
     config = load_config(DEMO_CONFIG, overrides)
 
-    results = train.run(config)
+    results = runner.train(config)
 
     run_dir = tmp_path / "run"
     assert results["steps"] == 3
@@ -88,7 +89,7 @@ def translate_text(run_dir: Path, sources: list[str]) -> list[str]:
 
 
 def training_command(overrides: list[str]) -> list[str]:
-    return [sys.executable, "-m", "training.train", "--config", str(DEMO_CONFIG), *overrides]
+    return [sys.executable, "-m", "training.train", "--config", DEMO_CONFIG, *overrides]
 
 
 def wait_for_backup(backup_dir: Path, process: subprocess.Popen, timeout: float) -> None:
@@ -181,7 +182,7 @@ def test_two_local_workers_train_under_multi_worker_mirrored_strategy(tiny_overr
 def test_a_resumed_run_forgets_the_logged_epochs_it_trains_again(tmp_path):
     history = tmp_path / "history.csv"
     history.write_text("epoch,loss\n0,4.0\n1,3.0\n", encoding="utf-8")
-    train.keep_logged_epochs(history, 1)
+    runner.keep_logged_epochs(history, 1)
     assert history.read_text(encoding="utf-8").splitlines() == ["epoch,loss", "0,4.0"]
-    train.keep_logged_epochs(history, 5)
+    runner.keep_logged_epochs(history, 5)
     assert history.read_text(encoding="utf-8").splitlines() == ["epoch,loss", "0,4.0"]

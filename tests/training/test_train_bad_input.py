@@ -1,17 +1,17 @@
 """The training program's bad input: lines, configs and run folders, all before SentencePiece."""
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tfscones.commands import train
 from tfscones.data import ParallelTextError
-from training import train
-from training.config import config_to_dict, load_config
-from training.run_folder import RunFolderError, check_run_folder
+from tfscones.training import runner
+from tfscones.training.config import config_to_dict, load_config
+from tfscones.training.run_folder import RunFolderError, check_run_folder
 
-DEMO_CONFIG = Path(train.__file__).parent / "configs" / "demo_scones_a0.5.yaml"
+DEMO_CONFIG = "demo_scones_a0.5"
 
 
 def corrupt_line(path, number, replacement=b"kaputt \xff\xfe"):
@@ -26,7 +26,7 @@ def test_skip_trains_sentencepiece_on_the_usable_pairs_only(tiny_overrides, tmp_
     run_dir = tmp_path / "run"
     run_dir.mkdir()
 
-    tokenizer = train.prepare_tokenizer(config, run_dir)
+    tokenizer = runner.prepare_tokenizer(config, run_dir)
 
     assert tokenizer.vocab_size == 400
     written = (run_dir / "spm_source.txt").read_text(encoding="utf-8").split("\n")
@@ -41,14 +41,14 @@ def test_error_names_file_and_line_before_sentencepiece(tiny_overrides, tmp_path
     run_dir.mkdir()
 
     with pytest.raises(ParallelTextError, match=r"train\.en:7: invalid UTF-8 bytes"):
-        train.prepare_tokenizer(config, run_dir)
+        runner.prepare_tokenizer(config, run_dir)
     assert not (run_dir / "spm.model").exists()
 
 
 def test_the_program_reports_a_bad_line_in_one_line(tiny_overrides, tmp_path, capsys):
     corrupt_line(tmp_path / "corpus" / "train.de", 3)
     with pytest.raises(SystemExit) as ended:
-        train.main(["--config", str(DEMO_CONFIG), *tiny_overrides])
+        train.main(["--config", DEMO_CONFIG, *tiny_overrides])
     message = str(ended.value.code)
     assert message.startswith("data error: ") and "train.de:3: invalid UTF-8" in message
     assert "\n" not in message
@@ -78,7 +78,7 @@ def program_error(arguments) -> str:
 def test_config_errors_end_in_one_line_before_sentencepiece(
     tiny_overrides, tmp_path, override, expected
 ):
-    message = program_error(["--config", str(DEMO_CONFIG), *tiny_overrides, override])
+    message = program_error(["--config", DEMO_CONFIG, *tiny_overrides, override])
     assert message.startswith("config error: ")
     assert re.search(expected, message), message
     assert not (tmp_path / "run" / "spm.model").exists()
@@ -91,7 +91,7 @@ def test_a_folder_of_another_config_is_refused_naming_what_differs(tiny_override
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(earlier)))
     (run_dir / "spm.model").write_bytes(b"the earlier run's vocabulary")
 
-    message = program_error(["--config", str(DEMO_CONFIG), *tiny_overrides])
+    message = program_error(["--config", DEMO_CONFIG, *tiny_overrides])
 
     assert message.startswith("run folder error: ")
     assert "data.vocabulary_size: 300 there, 400 now" in message

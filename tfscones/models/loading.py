@@ -12,7 +12,7 @@ import keras
 # to its loss, metrics and learning-rate schedule by their registered names.
 import tfscones.loss_metrics  # noqa: F401
 import tfscones.losses  # noqa: F401
-import tfscones.schedules  # noqa: F401
+import tfscones.training.schedules  # noqa: F401
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
 

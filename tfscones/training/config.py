@@ -1,5 +1,11 @@
 """Experiment configs: YAML files with an optional `base`, command-line overrides, strict keys.
 
+A config is a YAML file, or the name of one shipped with the package in `tfscones/configs/`
+(`load_config("demo_softmax")`; `shipped_configs()` lists them). A data path that starts with
+`tfscones:` names a file inside the installed package (`tfscones:data/demo/train.de`, the
+bundled demo corpus), so the shipped demo configs train from an installed wheel anywhere; other
+relative paths are relative to the working directory.
+
 A config file holds the sections below; every key is optional and unknown keys are errors.
 `base: other.yaml` (relative to the file) is loaded first and overridden key by key, so a head's
 config is a few lines on top of its corpus's. Overrides from the command line are
@@ -15,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+PACKAGE_PREFIX = "tfscones:"
 
 
 class ConfigError(ValueError):
@@ -34,12 +44,43 @@ class ConfigError(ValueError):
         return ": ".join(part for part in (self.origin, self.key, self.problem) if part)
 
 
+def shipped_configs() -> list[str]:
+    """Names of the configs shipped with the package (`demo_softmax`, `multi30k_softmax`, ...)."""
+    return sorted(path.stem for path in CONFIG_DIR.glob("*.yaml"))
+
+
+def config_path(name_or_path: str | Path) -> Path:
+    """The file of a config given as a path, or as the name of a shipped config.
+
+    Raises:
+        ConfigError: If it is neither an existing file nor a shipped config's name.
+    """
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    stem = path.name.removesuffix(".yaml")
+    if path.parent == Path(".") and (CONFIG_DIR / f"{stem}.yaml").is_file():
+        return CONFIG_DIR / f"{stem}.yaml"
+    raise ConfigError(
+        f"config file {path} does not exist, and no shipped config is named {stem!r}; "
+        f"shipped: {', '.join(shipped_configs())}."
+    )
+
+
+def data_path(path: str) -> Path:
+    """A data file's path: `tfscones:REST` is REST inside the installed package."""
+    if path.startswith(PACKAGE_PREFIX):
+        return PACKAGE_DIR / path.removeprefix(PACKAGE_PREFIX)
+    return Path(path)
+
+
 @dataclasses.dataclass
 class DataConfig:
     """Where the sentence pairs come from and how they are cut into batches.
 
     `source: text` reads aligned files (`train_source`, `train_target`, ... paths relative to the
-    working directory; the training side may list several files, read one after the other, as
+    working directory, or `tfscones:` paths inside the package, see `data_path`; the training
+    side may list several files, read one after the other, as
     `train_source: [a.de, b.de]` with `train_target: [a.en, b.en]`); `source: tfds` reads
     `tfds_name` (e.g. `wmt19_translate/de-en`) with `source_language`/`target_language` from
     `tfds_data_dir`.
@@ -254,7 +295,7 @@ def load_config(
     """Loads YAML config files (later ones override earlier ones), then `key=value` overrides.
 
     Args:
-        paths: One or more YAML files.
+        paths: One or more YAML files, or names of shipped configs (`demo_softmax`).
         overrides: `section.key=value` strings, values parsed as YAML.
 
     Returns:
@@ -265,7 +306,7 @@ def load_config(
             the allowed keys), or a value of the wrong type or out of range (named with the file
             that set it and what is allowed).
     """
-    paths = [paths] if isinstance(paths, str | Path) else list(paths)
+    paths = [config_path(path) for path in ([paths] if isinstance(paths, str | Path) else paths)]
     raw: dict = {}
     for path in paths:
         raw = _merge(raw, _read_yaml(Path(path)))
@@ -296,7 +337,7 @@ def locate(error: ConfigError, paths: list, overrides: list[str] = ()) -> Config
         if override.split("=", 1)[0].strip() == error.key:
             error.origin = "command line"
             return error
-    chains = [link for path in paths for link in _file_chain(Path(path))]
+    chains = [link for path in paths for link in _file_chain(config_path(path))]
     for path, content in reversed(chains):
         if _holds_key(content, error.key):
             error.origin = str(path)

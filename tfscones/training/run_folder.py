@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from training.config import ExperimentConfig, config_to_dict
+from tfscones.training.config import ExperimentConfig, config_to_dict
 
 RESUMABLE_KEYS = frozenset(
     {

@@ -1,0 +1,50 @@
+"""The `tfscones` command: one installed program, a subcommand per job.
+
+    tfscones train --config demo_softmax training.max_minutes=5
+    tfscones translate --run runs/demo-softmax --beam 4 < sentences.de
+    tfscones export --run runs/demo-softmax --out exports/demo/1
+    tfscones analyze | diversity | synthetic | temperature-table | demo ...
+
+Each subcommand parses its arguments and makes library calls (`tfscones.training.runner`,
+`tfscones.serving`, `tfscones.analysis`); `tfscones SUBCOMMAND --help` lists its options.
+TensorFlow is imported without its native start-up log lines.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from tfscones.native_logs import import_tensorflow_quietly
+
+SUBCOMMANDS = {
+    "train": ("train", "train one experiment from a config"),
+    "translate": ("translate", "translate a text file with a trained model"),
+    "export": ("export", "export a trained model as a TF Serving SavedModel"),
+    "analyze": ("analyze", "model and search errors of trained models, as a report"),
+    "diversity": ("diversity", "diversity of K translations (Hard-MoE against baselines)"),
+    "synthetic": ("synthetic", "IBM-3 synthetic language pairs at temperatures"),
+    "temperature-table": ("temperature_table", "table of synthetic-corpus reports by γ"),
+    "demo": ("demo", "train softmax and SCONES on the bundled corpus, translate, export"),
+}
+
+
+def usage() -> str:
+    """The top-level help: the subcommands and what each does."""
+    width = max(len(name) for name in SUBCOMMANDS)
+    lines = [f"  {name:<{width}}  {about}" for name, (_, about) in SUBCOMMANDS.items()]
+    return "usage: tfscones SUBCOMMAND [--help] ...\n\nsubcommands:\n" + "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `tfscones` console command."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return
+    name, *rest = argv
+    if name not in SUBCOMMANDS:
+        raise SystemExit(f"tfscones: unknown subcommand {name!r}\n\n{usage()}")
+    import_tensorflow_quietly()
+    module = importlib.import_module(f"tfscones.commands.{SUBCOMMANDS[name][0]}")
+    module.main(rest, prog=f"tfscones {name}")

@@ -1,0 +1,316 @@
+"""The demo: train softmax and SCONES on the bundled Tatoeba corpus, compare, translate, export.
+
+    tfscones demo [--minutes 7] [--output-dir runs] [--one-after-another]
+
+(`python -m training.demo` is the same command.)
+
+Each model (German -> English, the `demo` configs) trains for the given wall-clock minutes on
+the bundled corpus (61,375 Tatoeba sentence pairs), its learning rate warming up and decaying to
+zero within that budget. On a machine without a GPU the two models train side by side, each in
+its own process on half the CPU cores: small models use a CPU's cores better that way than one
+after another with all of them (`--one-after-another` does the latter; a GPU machine always
+does). A progress line per model shows its step, loss, learning rate, last dev BLEU and the time
+left. The program then prints a table of steps, dev BLEU and greedy and beam-4 test BLEU of both,
+exports the SCONES model as a SavedModel (`runs/exports/demo-scones-a0.5/N`, the next free
+version), loads it back with `tf.saved_model.load`, and prints a few test sentences translated by
+each model and by the SavedModel's `translate` (greedy) and `translate_beam` (beam 4) signatures:
+the SavedModel that `export/serving/README.md` puts behind TF Serving.
+
+The demo starts its two runs afresh (it deletes `runs/demo-softmax` and `runs/demo-scones-a0.5`
+first); `tfscones translate --run runs/demo-scones-a0.5 [--beam 4]` translates with a
+trained model afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import multiprocessing
+import os
+import queue
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import TextIO
+
+import tensorflow as tf
+
+from tfscones import metrics
+from tfscones.data.text_lines import read_lines
+from tfscones.decoding import Search, translate
+from tfscones.models import load_run
+from tfscones.serving.export import ExportSettings, export_run
+from tfscones.training.config import ConfigError, ExperimentConfig, data_path, load_config
+from tfscones.training.runner import check_config, train
+
+MODELS = {"softmax": "demo_softmax", "SCONES α=0.5": "demo_scones_a0.5"}
+EXPORTED = "SCONES α=0.5"
+EXAMPLES = 6
+LOG_SECONDS = 30.0
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> None:
+    """Entry point of `tfscones demo` and `python -m training.demo`."""
+    arguments = parse_demo_arguments(argv, prog)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    started = time.monotonic()
+    try:
+        configs = demo_configs(arguments)
+    except ConfigError as error:
+        raise SystemExit(f"config error: {error}") from None
+    side_by_side = not arguments.one_after_another and not tf.config.list_physical_devices("GPU")
+    print(
+        f"tfscones demo: German -> English on the bundled Tatoeba corpus (61,375 sentence pairs);"
+        f" softmax and SCONES train {arguments.minutes:g} minutes each, "
+        f"{'side by side' if side_by_side else 'one after the other'}.",
+        flush=True,
+    )
+    for config in configs.values():
+        shutil.rmtree(config.run_dir, ignore_errors=True)
+    if side_by_side:
+        results = train_side_by_side(configs)
+    else:
+        results = train_one_after_another(configs)
+    print_results(results)
+    models = {label: load_run(config.run_dir) for label, config in configs.items()}
+    sources, references = test_set(configs[EXPORTED])
+    print_examples(models, configs[EXPORTED].run_dir, sources[:EXAMPLES], references[:EXAMPLES])
+    minutes, seconds = divmod(time.monotonic() - started, 60)
+    print(f"\nThe demo took {int(minutes)} min {seconds:.0f} s.")
+    print(
+        "Translate your own sentences: tfscones translate "
+        f"--run {configs[EXPORTED].run_dir} --beam 4 < sentences.de"
+    )
+
+
+def parse_demo_arguments(argv: list[str] | None, prog: str | None = None) -> argparse.Namespace:
+    """The demo's command line."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=7.0, help="training budget per model")
+    parser.add_argument("--output-dir", type=Path, default=Path("runs"))
+    parser.add_argument(
+        "--one-after-another",
+        action="store_true",
+        help="train the models one after the other, each with all cores",
+    )
+    parser.add_argument(
+        "--override", action="append", default=[], help="section.key=value for both configs"
+    )
+    return parser.parse_args(argv)
+
+
+def demo_configs(arguments: argparse.Namespace) -> dict[str, ExperimentConfig]:
+    """The demo's configs by label, with the time budget and overrides applied.
+
+    Raises:
+        ConfigError: If `--minutes` or an override is out of range, or a config is refused.
+    """
+    configs = {}
+    for label, config_name in MODELS.items():
+        overrides = [f"training.max_minutes={arguments.minutes}", *arguments.override]
+        config = load_config(config_name, overrides)
+        config.output_dir = str(arguments.output_dir / config.name)
+        check_config(config)
+        configs[label] = config
+    return configs
+
+
+def train_and_score(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
+    """Trains one demo model; its results with the beam-4 BLEU of its best model on test."""
+    results = train(config, progress)
+    model, tokenizer = load_run(config.run_dir)
+    sources, references = test_set(config)
+    hypotheses = translate(model, tokenizer, sources, search=Search("beam", beam_size=4))
+    results["test_beam_bleu"] = metrics.corpus_bleu(hypotheses, references).score
+    return results
+
+
+def train_one_after_another(configs: dict[str, ExperimentConfig]) -> dict[str, dict]:
+    """Trains the models in turn in this process, each with all cores."""
+    results = {}
+    for number, (label, config) in enumerate(configs.items(), start=1):
+        print(f"\n[{number}/{len(configs)}] training {label} in {config.run_dir}", flush=True)
+        results[label] = train_and_score(config)
+    return results
+
+
+def train_side_by_side(configs: dict[str, ExperimentConfig]) -> dict[str, dict]:
+    """Trains the models at once, each in a child process with its share of the cores.
+
+    Raises:
+        RuntimeError: if a child fails (with its traceback) or dies without a result.
+    """
+    threads = max(1, len(os.sched_getaffinity(0)) // len(configs))
+    print(f"\nTraining in {', '.join(str(c.run_dir) for c in configs.values())}:", flush=True)
+    context = multiprocessing.get_context("spawn")
+    messages = context.Queue()
+    children = {
+        label: context.Process(
+            target=train_in_child, args=(label, config, threads, messages), daemon=True
+        )
+        for label, config in configs.items()
+    }
+    for child in children.values():
+        child.start()
+    display = ProgressDisplay(list(configs), sys.stdout)
+    results = {}
+    while len(results) < len(children):
+        try:
+            kind, label, payload = messages.get(timeout=5.0)
+        except queue.Empty:
+            check_children_alive(children, results)
+            continue
+        if kind == "failed":
+            raise RuntimeError(f"training {label} failed:\n{payload}")
+        if kind == "done":
+            results[label] = payload
+            payload = (
+                f"done: {payload['steps']:,} steps, best dev BLEU {payload['best_dev_bleu']:.1f}"
+            )
+        display.update(label, payload, force=kind == "done")
+    for child in children.values():
+        child.join()
+    return {label: results[label] for label in configs}
+
+
+def check_children_alive(children: dict, results: dict) -> None:
+    """Raises RuntimeError if a child without a result has exited."""
+    for label, child in children.items():
+        if label not in results and child.exitcode is not None:
+            raise RuntimeError(f"training {label} ended with exit code {child.exitcode}")
+
+
+def train_in_child(label: str, config: ExperimentConfig, threads: int, messages) -> None:
+    """A child process's work: trains and scores one model, reporting through `messages`."""
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    try:
+        results = train_and_score(config, ProgressRelay(label, messages))
+    except Exception:  # noqa: BLE001 -- the parent reports it; a child has no one to raise to
+        messages.put(("failed", label, traceback.format_exc()))
+        return
+    messages.put(("done", label, results))
+
+
+class ProgressRelay(io.TextIOBase):
+    """A stream that passes each progress line a child's training writes to the parent.
+
+    It says it is a terminal, so `ProgressLine` redraws often; the parent decides what to show.
+    """
+
+    def __init__(self, label: str, messages):
+        super().__init__()
+        self.label = label
+        self.messages = messages
+
+    def isatty(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        line = text.replace("\r\033[K", "").strip()
+        if line:
+            self.messages.put(("progress", self.label, line))
+        return len(text)
+
+
+class ProgressDisplay:
+    """The latest progress line of each model, redrawn as a block on a terminal.
+
+    Elsewhere (a log, CI) the block is written when it first has a line and then every
+    `LOG_SECONDS`; a model's first line and a forced one (its end) are written as they come,
+    and a line already written (a finished model's) is not written again.
+    """
+
+    STARTING = "starting"
+
+    def __init__(self, labels: list[str], stream: TextIO):
+        self.lines = dict.fromkeys(labels, self.STARTING)
+        self.stream = stream
+        self.interactive = stream.isatty()
+        self.width = max(len(label) for label in labels)
+        self.drawn = 0
+        self.last_written = -LOG_SECONDS
+        self.written = dict.fromkeys(labels)
+
+    def update(self, label: str, line: str, force: bool = False) -> None:
+        """Takes a model's latest line; shows the block if due."""
+        force = force or self.lines[label] == self.STARTING
+        self.lines[label] = line
+        if self.interactive or time.monotonic() - self.last_written >= LOG_SECONDS:
+            self._show()
+        elif force:
+            self._write(label, line)
+            self.stream.flush()
+
+    def _show(self) -> None:
+        self.last_written = time.monotonic()
+        if self.interactive and self.drawn:
+            self.stream.write(f"\033[{self.drawn}F")
+        for label, line in self.lines.items():
+            if self.interactive:
+                self.stream.write(f"\033[K{label:<{self.width}}  {line}\n")
+            elif line != self.written[label]:
+                self._write(label, line)
+        self.drawn = len(self.lines)
+        self.stream.flush()
+
+    def _write(self, label: str, line: str) -> None:
+        self.stream.write(f"{label:<{self.width}}  {line}\n")
+        self.written[label] = line
+
+
+def print_results(results: dict[str, dict]) -> None:
+    """The results table: steps, minutes, dev BLEU, greedy and beam-4 test BLEU."""
+    print("\nBLEU on the demo test set (1,000 Tatoeba sentences, sacrebleu):\n")
+    print(f"| {'model':<13} | steps | minutes | dev greedy | test greedy | test beam 4 |")
+    print(f"|{'-' * 15}|-------|---------|------------|-------------|-------------|")
+    for label, result in results.items():
+        print(
+            f"| {label:<13} | {result['steps']:>5,} | {result['train_minutes']:>7.1f} | "
+            f"{result['best_dev_bleu']:>10.1f} | {result['test_bleu']:>11.1f} | "
+            f"{result['test_beam_bleu']:>11.1f} |"
+        )
+
+
+def print_examples(models: dict[str, tuple], exported_run: Path, sources, references) -> None:
+    """Test sentences translated by each model and by `exported_run`'s SavedModel."""
+    translations = {
+        f"{label} (greedy)": translate(model, tokenizer, sources)
+        for label, (model, tokenizer) in models.items()
+    }
+    translations.update(translate_with_savedmodel(exported_run, sources))
+    width = max(len(label) for label in translations)
+    for index, source in enumerate(sources):
+        print(f"\n{'source':<{width}}  {source}\n{'reference':<{width}}  {references[index]}")
+        for label, outputs in translations.items():
+            print(f"{label:<{width}}  {outputs[index]}")
+
+
+def translate_with_savedmodel(run_dir: Path, sources: list[str]) -> dict[str, list[str]]:
+    """Exports a run as the next SavedModel version; translates through the loaded export."""
+    base = run_dir.parent / "exports" / run_dir.name
+    versions = [int(p.name) for p in base.glob("*") if p.name.isdigit()]
+    out = base / str(max(versions, default=0) + 1)
+    export_run(out, run=run_dir, settings=ExportSettings(beam_size=4))
+    print(f"\nExported {run_dir.name} to {out}; translating through the loaded SavedModel.")
+    loaded = tf.saved_model.load(str(out))
+    source = tf.constant(sources)
+    return {
+        f"SavedModel ({name})": [
+            text.decode("utf-8")
+            for text in loaded.signatures[name](source=source)["translations"].numpy()
+        ]
+        for name in ("translate", "translate_beam")
+    }
+
+
+def test_set(config: ExperimentConfig) -> tuple[list[str], list[str]]:
+    """The config's test sources and references."""
+    data = config.data
+    return read_lines(data_path(data.test_source)), read_lines(data_path(data.test_target))

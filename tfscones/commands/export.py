@@ -1,0 +1,81 @@
+r"""Export a trained model as a SavedModel that stock TF Serving runs.
+
+    tfscones export --run runs/demo-scones-a0.5 --out exports/demo/1
+    tfscones export --checkpoint model.keras --spm spm.model --out exports/demo/2 \\
+        --beam-size 8 --nbest 4 --max-batch-size 32
+
+(`python -m export.savedmodel` is the same command.) `--out` is `BASE/NAME/VERSION`, VERSION a
+positive integer; see `tfscones.serving.export` for what the SavedModel holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tfscones.serving.export import ExportError, ExportSettings, export_run
+from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE
+
+
+def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """Command-line arguments."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    inputs = parser.add_argument_group("inputs (--run, or --checkpoint and --spm)")
+    inputs.add_argument("--run", type=Path, help="training run folder (model.keras, spm.model)")
+    inputs.add_argument("--checkpoint", type=Path, help=".keras model (default RUN/model.keras)")
+    inputs.add_argument("--spm", type=Path, help="SentencePiece model (default RUN/spm.model)")
+    parser.add_argument("--out", type=Path, required=True, help="BASE/NAME/VERSION to write")
+    search = parser.add_argument_group("beam search")
+    search.add_argument("--beam-size", type=int, default=4)
+    search.add_argument(
+        "--nbest", type=int, default=4, help="hypotheses the nbest signature returns"
+    )
+    search.add_argument("--length-penalty", type=float, default=0.0)
+    limits = parser.add_argument_group("request limits")
+    limits.add_argument("--max-batch-size", type=int, default=DEFAULT_MAX_BATCH_SIZE)
+    limits.add_argument(
+        "--max-source-tokens", type=int, help="default: the model's max_sequence_length"
+    )
+    limits.add_argument(
+        "--max-output-tokens", type=int, help="default: the model's max_sequence_length"
+    )
+    limits.add_argument("--max-length-a", type=float, default=1.5)
+    limits.add_argument("--max-length-b", type=float, default=10.0)
+    return parser.parse_args(argv)
+
+
+def settings_from_arguments(arguments: argparse.Namespace) -> ExportSettings:
+    """The beam settings and request limits the arguments give."""
+    return ExportSettings(
+        beam_size=arguments.beam_size,
+        nbest=arguments.nbest,
+        length_penalty=arguments.length_penalty,
+        max_batch_size=arguments.max_batch_size,
+        max_source_tokens=arguments.max_source_tokens,
+        max_output_tokens=arguments.max_output_tokens,
+        max_length_a=arguments.max_length_a,
+        max_length_b=arguments.max_length_b,
+    )
+
+
+def export(arguments: argparse.Namespace) -> dict:
+    """Runs the export the arguments describe (`export_run`); raises `ExportError`."""
+    return export_run(
+        arguments.out,
+        run=arguments.run,
+        checkpoint=arguments.checkpoint,
+        spm=arguments.spm,
+        settings=settings_from_arguments(arguments),
+    )
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> None:
+    """Entry point of `tfscones export` and `python -m export.savedmodel`."""
+    arguments = parse_arguments(argv, prog)
+    try:
+        info = export(arguments)
+    except ExportError as error:
+        sys.exit(f"export error: {error}")
+    print(json.dumps(info, indent=2))

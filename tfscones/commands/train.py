@@ -1,0 +1,54 @@
+"""Train one experiment: `tfscones train --config demo_softmax [section.key=value ...]`.
+
+`--config` takes a YAML file, or the name of a config shipped with the package (`tfscones train
+--list-configs` lists them). `python -m training.train` is the same command. What a run writes
+is described in `tfscones.training.runner`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+from tfscones.data import ParallelTextError
+from tfscones.data.text_lines import TextLineError
+from tfscones.training import runner
+from tfscones.training.config import ConfigError, load_config, locate, shipped_configs
+from tfscones.training.run_folder import RunFolderError
+
+
+def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """Command-line arguments: `--config FILE_OR_NAME [--config ...] [section.key=value ...]`."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--config", action="append", help="YAML config file, or a shipped config's name"
+    )
+    parser.add_argument(
+        "--list-configs", action="store_true", help="list the shipped configs and stop"
+    )
+    parser.add_argument("overrides", nargs="*", help="section.key=value overrides")
+    arguments = parser.parse_args(argv)
+    if not arguments.config and not arguments.list_configs:
+        parser.error("give --config FILE_OR_NAME (--list-configs lists the shipped ones)")
+    return arguments
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> None:
+    """Entry point of `tfscones train` and `python -m training.train`."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    arguments = parse_arguments(argv, prog)
+    if arguments.list_configs:
+        print("\n".join(sorted(shipped_configs())))
+        return
+    try:
+        config = load_config(arguments.config, arguments.overrides)
+        results = runner.train(config)
+    except ConfigError as error:
+        located = locate(error, arguments.config, arguments.overrides)
+        raise SystemExit(f"config error: {located}") from None
+    except RunFolderError as error:
+        raise SystemExit(f"run folder error: {error}") from None
+    except (ParallelTextError, TextLineError, FileNotFoundError) as error:
+        raise SystemExit(f"data error: {error}") from None
+    print(json.dumps(results, indent=2))

@@ -1,0 +1,18 @@
+"""Serving: the `tf.Module` of text-in, text-out signatures, its request limits, SavedModel export.
+
+`TranslationModule` (in `module.py`) holds the signatures TF Serving runs; `export.py` writes it
+as a versioned SavedModel (`export_run` for a training run's folder).
+"""
+
+from tfscones.serving.export import ExportError, export_info, export_run, write_savedmodel
+from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE, RequestLimits, TranslationModule
+
+__all__ = [
+    "DEFAULT_MAX_BATCH_SIZE",
+    "ExportError",
+    "RequestLimits",
+    "TranslationModule",
+    "export_info",
+    "export_run",
+    "write_savedmodel",
+]

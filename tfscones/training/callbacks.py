@@ -1,0 +1,350 @@
+"""Keras callbacks for translation training.
+
+Step backups, dev BLEU, epoch checkpoints kept for averaging, a step and time budget that drives
+the learning-rate schedule, and a progress line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+import keras
+
+from tfscones import metrics
+from tfscones.data.tokenizer import Tokenizer
+from tfscones.decoding import translate
+from tfscones.training.averaging import moving_average_weights
+
+logger = logging.getLogger(__name__)
+
+
+class StepBackup(keras.callbacks.Callback):
+    """Backs up weights and optimizer state every few steps, so a killed run resumes exactly.
+
+    Keras's `BackupAndRestore` restores the epoch but not the step within it: a run killed in
+    the middle of an epoch replays that whole epoch on top of the restored optimizer state, so it
+    ends with more optimizer steps than asked for. Here the optimizer's step counter is the
+    state: `restore` loads the latest backup and returns the steps already taken, and the caller
+    trains the remainder (`training.train` finishes the interrupted epoch, then the rest).
+
+    Each backup is written to a temporary file and renamed over the previous one, so a kill while
+    writing leaves the previous backup intact. State that lives outside the model (the time a
+    budgeted run has spent) comes from `companions`: objects with `backup_state() -> dict` and
+    `restore_state(dict)`, saved beside the weights in `latest.json` at the same moments.
+
+    Args:
+        directory: Folder of the backup (`latest.weights.h5`, `latest.json`).
+        every_steps: Steps between backups; a backup is also taken at every epoch's end.
+            Put this callback after those that act at an epoch's end (evaluation, logs), so
+            that a backup of a finished epoch means its end-of-epoch work is done.
+        companions: Objects whose state is backed up and restored with the weights.
+    """
+
+    def __init__(self, directory: str | Path, every_steps: int, companions: Sequence = ()):
+        super().__init__()
+        if every_steps < 1:
+            raise ValueError(f"every_steps must be >= 1 (got {every_steps}).")
+        self.directory = Path(directory)
+        self.every_steps = every_steps
+        self.companions = list(companions)
+        self.path = self.directory / "latest.weights.h5"
+        self.state_path = self.directory / "latest.json"
+
+    def restore(self, model: keras.Model) -> int:
+        """Loads the latest backup into a built and compiled model.
+
+        Args:
+            model: The model; its optimizer is built here if it is not yet.
+
+        Returns:
+            The optimizer steps already taken (0 when there is no backup).
+        """
+        if not self.path.exists():
+            return 0
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        model.load_weights(self.path)
+        if self.state_path.exists():
+            states = json.loads(self.state_path.read_text(encoding="utf-8"))
+            for companion, state in zip(self.companions, states, strict=False):
+                companion.restore_state(state)
+        steps = int(model.optimizer.iterations.numpy())
+        logger.info("resumed from %s at step %d", self.path, steps)
+        return steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        last_of_epoch = batch + 1 == self.params.get("steps")
+        if (
+            not last_of_epoch
+            and int(self.model.optimizer.iterations.numpy()) % self.every_steps == 0
+        ):
+            self._save()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._save()
+
+    def _save(self):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name("saving.weights.h5")
+        self.model.save_weights(temporary)
+        states = [companion.backup_state() for companion in self.companions]
+        temporary_state = self.state_path.with_name("saving.json")
+        temporary_state.write_text(json.dumps(states), encoding="utf-8")
+        os.replace(temporary, self.path)
+        os.replace(temporary_state, self.state_path)
+
+
+class BleuEvaluation(keras.callbacks.Callback):
+    """Translates a dev set greedily after every epoch, logs BLEU, and keeps the best model.
+
+    The score is added to the epoch's logs as `val_bleu` (so `TensorBoard`, `CSVLogger` and
+    `History` record it); when it improves, the model is saved to `best_model_path`. When the
+    optimizer keeps a moving average of the weights (`use_ema`), that average is what is
+    translated and saved; training goes on with the training weights.
+
+    Args:
+        sources: Source sentences of the dev set.
+        references: Their reference translations, one stream (or several, aligned).
+        tokenizer: The model's tokenizer.
+        best_model_path: Where the best model is saved (`.keras`); None saves nothing.
+        batch_size: Sentences translated together.
+        best_bleu: The best score so far (a resumed run passes its earlier best).
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[str],
+        references: Sequence[str] | Sequence[Sequence[str]],
+        tokenizer: Tokenizer,
+        best_model_path: str | Path | None = None,
+        batch_size: int = 64,
+        best_bleu: float = -math.inf,
+    ):
+        super().__init__()
+        self.sources = list(sources)
+        self.references = references
+        self.tokenizer = tokenizer
+        self.best_model_path = None if best_model_path is None else Path(best_model_path)
+        self.batch_size = batch_size
+        self.best_bleu = best_bleu
+
+    def on_epoch_end(self, epoch, logs=None):
+        with moving_average_weights(self.model):
+            bleu = self.score(self.model)
+            if logs is not None:
+                logs["val_bleu"] = bleu
+            improved = self.keep_if_best(self.model, bleu)
+        logger.info("epoch %d: dev BLEU %.2f%s", epoch + 1, bleu, " (best)" if improved else "")
+
+    def score(self, model: keras.Model) -> float:
+        """Greedy dev BLEU of `model` (the trained one, or another such as an average)."""
+        hypotheses = translate(model, self.tokenizer, self.sources, self.batch_size)
+        return metrics.corpus_bleu(hypotheses, self.references).score
+
+    def keep_if_best(self, model: keras.Model, bleu: float) -> bool:
+        """Saves `model` as the best one if `bleu` beats the best so far; says whether it did."""
+        if bleu <= self.best_bleu:
+            return False
+        self.best_bleu = bleu
+        if self.best_model_path is not None:
+            model.save(self.best_model_path)
+        return True
+
+
+class EpochCheckpoints(keras.callbacks.Callback):
+    """Saves the weights at every epoch's end and keeps the last `keep` files, for averaging.
+
+    Files are `epoch-NNNN.weights.h5` in `directory` (NNNN counts epochs from 1); older ones are
+    deleted, so at most `keep` lie there at any time.
+
+    Args:
+        directory: Folder of the checkpoints.
+        keep: How many of the newest checkpoints to keep (at least 1).
+    """
+
+    def __init__(self, directory: str | Path, keep: int):
+        super().__init__()
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1 (got {keep}).")
+        self.directory = Path(directory)
+        self.keep = keep
+
+    @property
+    def paths(self) -> list[Path]:
+        """The kept checkpoints, oldest first."""
+        return sorted(self.directory.glob("epoch-*.weights.h5"))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.model.save_weights(self.directory / f"epoch-{epoch + 1:04d}.weights.h5")
+        for stale in self.paths[: -self.keep]:
+            stale.unlink()
+
+
+class TrainingBudget(keras.callbacks.Callback):
+    """Stops training at a step count or a time budget; tells the schedule how much time is spent.
+
+    Training stops after the step at which the optimizer has taken `max_steps` steps (so a run
+    trains exactly that many, whatever the epoch length) or once `max_minutes` are spent. Before
+    every step the fraction of the time budget spent is written into the schedule's `time_fraction`
+    (a `tfscones.training.schedules.WarmupDecay` then finishes its warm-up and its decay inside the
+    budget). The clock starts at the first `fit` the callback is given to and runs across later
+    ones; a resumed run restores the time spent before the kill (`backup_state`, `restore_state`,
+    kept by `StepBackup`), so it continues the same schedule.
+
+
+    Args:
+        max_steps: The step budget; None means no limit.
+        max_minutes: The time budget; None or a non-positive value means no limit.
+        schedule: A learning-rate schedule with a `time_fraction` variable, or None.
+        clock: Seconds as a float (`time.monotonic`); tests pass a fake one.
+    """
+
+    def __init__(
+        self,
+        max_steps: int | None = None,
+        max_minutes: float | None = None,
+        schedule=None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        super().__init__()
+        self.max_steps = max_steps
+        self.budget_seconds = 60.0 * max_minutes if max_minutes and max_minutes > 0 else None
+        self.schedule = schedule
+        self.clock = clock
+        self.started = None
+        self.spent_before = 0.0
+
+    @property
+    def elapsed_seconds(self) -> float:
+        """Training time spent so far, across resumed runs."""
+        running = 0.0 if self.started is None else self.clock() - self.started
+        return self.spent_before + running
+
+    @property
+    def remaining_seconds(self) -> float | None:
+        """Time left in the budget; None without a time budget."""
+        if self.budget_seconds is None:
+            return None
+        return max(self.budget_seconds - self.elapsed_seconds, 0.0)
+
+    def backup_state(self) -> dict:
+        """What a resumed run needs: the training time spent."""
+        return {"elapsed_seconds": self.elapsed_seconds}
+
+    def restore_state(self, state: dict) -> None:
+        """Continues from a backup's `backup_state`."""
+        self.spent_before = float(state["elapsed_seconds"])
+        self.started = None
+
+    def on_train_begin(self, logs=None):
+        if self.started is None:
+            self.started = self.clock()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.budget_seconds is not None and hasattr(self.schedule, "time_fraction"):
+            fraction = min(self.elapsed_seconds / self.budget_seconds, 1.0)
+            self.schedule.time_fraction.assign(fraction)
+
+    def on_train_batch_end(self, batch, logs=None):
+        steps = int(self.model.optimizer.iterations.numpy())
+        if self.max_steps is not None and steps >= self.max_steps:
+            self.model.stop_training = True
+        if self.budget_seconds is not None and self.elapsed_seconds >= self.budget_seconds:
+            self.model.stop_training = True
+
+
+class ProgressLine(keras.callbacks.Callback):
+    """One line of progress: step, loss, learning rate, last dev BLEU and time left.
+
+    On a terminal the line is redrawn in place (at most every `refresh_seconds`) and ended at
+    every epoch's end, so each epoch leaves one line behind; elsewhere (a log file, CI) one line
+    is written every `log_seconds` and at every epoch's end. Time left is the least of what the
+    step budget and the time budget leave, the step part estimated from the mean step time. A
+    run bounded by minutes shows its step count without the step budget, which it will not reach.
+
+    Args:
+        total_steps: The run's step budget.
+        budget: The run's `TrainingBudget`, for the time budget; None if there is none.
+        stream: Where to write (standard output by default).
+        refresh_seconds: Least time between redraws on a terminal.
+        log_seconds: Time between lines when not on a terminal.
+    """
+
+    def __init__(
+        self,
+        total_steps: int,
+        budget: TrainingBudget | None = None,
+        stream: TextIO | None = None,
+        refresh_seconds: float = 0.5,
+        log_seconds: float = 30.0,
+    ):
+        super().__init__()
+        self.total_steps = total_steps
+        self.budget = budget
+        self.stream = stream or sys.stdout
+        self.interactive = self.stream.isatty()
+        self.every = refresh_seconds if self.interactive else log_seconds
+        self.last_written = -math.inf
+        self.started = None
+        self.first_step = 0
+        self.dev_bleu = None
+        self.loss = None
+
+    def on_train_begin(self, logs=None):
+        self.started = time.monotonic()
+        self.first_step = self._step()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.loss = (logs or {}).get("loss", self.loss)
+        if time.monotonic() - self.last_written >= self.every:
+            self._write(end="")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.dev_bleu = (logs or {}).get("val_bleu", self.dev_bleu)
+        self.loss = (logs or {}).get("loss", self.loss)
+        self._write(end="\n")
+
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    def _write(self, end: str) -> None:
+        self.last_written = time.monotonic()
+        line = " · ".join(self._fields())
+        if self.interactive:
+            self.stream.write(f"\r\033[K{line}{end}")
+        else:
+            self.stream.write(f"{line}\n")
+        self.stream.flush()
+
+    def _fields(self) -> list[str]:
+        step = self._step()
+        time_bound = self.budget is not None and self.budget.budget_seconds is not None
+        fields = [f"step {step:>6,}" if time_bound else f"step {step:>6,}/{self.total_steps:,}"]
+        if self.loss is not None:
+            fields.append(f"loss {float(self.loss):.3f}")
+        fields.append(f"lr {float(self.model.optimizer.learning_rate):.2e}")
+        if self.dev_bleu is not None:
+            fields.append(f"dev BLEU {self.dev_bleu:.1f}")
+        left = self._seconds_left(step)
+        if left is not None:
+            fields.append(f"{int(left // 60)}:{int(left % 60):02d} left")
+        return fields
+
+    def _seconds_left(self, step: int) -> float | None:
+        estimates = []
+        if self.budget is not None and self.budget.remaining_seconds is not None:
+            estimates.append(self.budget.remaining_seconds)
+        done = step - self.first_step
+        if done > 0:
+            per_step = (time.monotonic() - self.started) / done
+            estimates.append(per_step * max(self.total_steps - step, 0))
+        return min(estimates, default=None)

@@ -1,0 +1,656 @@
+"""The runner: train, evaluate, translate, score, export and analyze as library calls.
+
+    from tfscones.training import runner
+    from tfscones.training.config import load_config
+
+    config = load_config("demo_softmax", ["training.max_minutes=5"])
+    results = runner.train(config)                      # what `tfscones train` runs
+    runner.translate(config.run_dir, ["Wie geht es dir?"])
+    runner.score(config.run_dir, ["Wie geht es dir?"], ["How are you?"])
+    runner.export(config.run_dir, "exports/demo/1")
+
+`train` trains (or reuses) a joint SentencePiece vocabulary, builds the `tf.data` pipeline, builds
+and compiles a `Seq2SeqTransformer` inside the configured `tf.distribute` strategy's scope, and fits
+it with: a backup every `training.backup_every_steps` steps (a killed run started again resumes at
+the step it last backed up, on the same data), the last model after every epoch, dev BLEU after
+every epoch with the best model kept, TensorBoard logs, and an optional wall-clock budget. At the
+end it scores the test set with the best model.
+
+
+The run folder (`output_dir`, default `runs/<name>`) receives:
+    config.yaml          the resolved config
+    spm.model, spm.vocab the SentencePiece vocabulary
+    model.keras          the best model by dev BLEU (what `training.translate` loads)
+    checkpoints/last.keras, backup/, logs/ (TensorBoard), history.csv, results.json
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import TextIO
+
+import keras
+import tensorflow as tf
+import yaml
+
+from tfscones import decoding, heads, loss_metrics, metrics
+from tfscones.analysis import ModelAnalysis, analyze_model
+from tfscones.data import (
+    Tokenizer,
+    load_tfds_pairs,
+    read_parallel_text,
+    train_sentencepiece,
+    translation_dataset,
+)
+from tfscones.models import (
+    PRESETS,
+    LatentExpertTransformer,
+    Seq2SeqTransformer,
+    check_run_files,
+    load_model,
+    load_run,
+)
+from tfscones.serving.export import ExportSettings, export_run
+from tfscones.serving.module import TranslationModule
+from tfscones.training import callbacks
+from tfscones.training.averaging import average_checkpoints
+from tfscones.training.config import ConfigError, ExperimentConfig, config_to_dict, data_path
+from tfscones.training.distribution import make_strategy, worker_index
+from tfscones.training.run_folder import check_run_folder
+from tfscones.training.schedules import make_schedule
+
+logger = logging.getLogger("training")
+
+
+def pairs_dataset(config: ExperimentConfig, split: str) -> tf.data.Dataset:
+    """The `(source, target)` string pairs of a split (`train`, `dev` or `test`).
+
+    Raises:
+        ConfigError: If the config does not say where the split is.
+    """
+    data = config.data
+    if data.source == "text":
+        pairs = None
+        for source, target in text_files(config, split):
+            corpus = read_parallel_text(source, target, on_bad_line=data.on_bad_line).dataset()
+            pairs = corpus if pairs is None else pairs.concatenate(corpus)
+        return pairs
+    if data.source == "tfds":
+        if not (data.tfds_name and data.source_language and data.target_language):
+            raise ConfigError(
+                "data.tfds_name, source_language and target_language must be set.", "data.source"
+            )
+        tfds_split = {"train": "train", "dev": data.dev_split, "test": data.test_split}[split]
+        return load_tfds_pairs(
+            data.tfds_name,
+            data.source_language,
+            data.target_language,
+            split=tfds_split,
+            data_dir=data.tfds_data_dir,
+        )
+    raise ConfigError(f"must be text or tfds (got {data.source!r}).", "data.source")
+
+
+def text_files(config: ExperimentConfig, split: str) -> list[tuple[str, str]]:
+    """The `(source, target)` file pairs of a split of a `source: text` config.
+
+    Raises:
+        ConfigError: If the files are not set, or the two sides list different numbers of files.
+    """
+    source = getattr(config.data, f"{split}_source")
+    target = getattr(config.data, f"{split}_target")
+    if not source or not target:
+        raise ConfigError(
+            f"data.{split}_source and data.{split}_target must be set.", f"data.{split}_source"
+        )
+    sources = [source] if isinstance(source, str) else source
+    targets = [target] if isinstance(target, str) else target
+    if len(sources) != len(targets) or not all(isinstance(f, str) for f in sources + targets):
+        raise ConfigError(
+            f"data.{split}_source and data.{split}_target must be two file names or two lists "
+            f"of as many file names (got {source!r} and {target!r}).",
+            f"data.{split}_source",
+        )
+    return [
+        (str(data_path(source)), str(data_path(target)))
+        for source, target in zip(sources, targets, strict=True)
+    ]
+
+
+def sentence_pairs(config: ExperimentConfig, split: str, limit: int | None = None):
+    """The pairs of a split as two lists of Python strings (for BLEU)."""
+    pairs = pairs_dataset(config, split)
+    if limit:
+        pairs = pairs.take(limit)
+    sources, targets = [], []
+    for source, target in pairs.as_numpy_iterator():
+        sources.append(source.decode("utf-8"))
+        targets.append(target.decode("utf-8"))
+    return sources, targets
+
+
+def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
+    """Trains the joint SentencePiece model on the training pairs, or reuses the run's.
+
+    SentencePiece reads text files whose every line is usable as they are; otherwise (a
+    `data.on_bad_line: skip` corpus with bad lines, or TFDS) it reads the usable pairs, written
+    out for it, so that it sees exactly the sentences training sees.
+    """
+    model_file = run_dir / "spm.model"
+    if not model_file.exists():
+        data = config.data
+        if data.source == "text" and not has_skipped_pairs(config):
+            inputs = [path for pair in text_files(config, "train") for path in pair]
+        elif data.source == "text":
+            inputs = _write_training_text(config, run_dir, limit=None)
+        else:
+            inputs = _write_training_text(config, run_dir, data.sentencepiece_sample_lines)
+        train_sentencepiece(
+            inputs,
+            run_dir / "spm",
+            vocab_size=data.vocabulary_size,
+            input_sentence_size=data.sentencepiece_sample_lines,
+            seed=config.training.seed,
+        )
+    return Tokenizer.from_file(model_file)
+
+
+def has_skipped_pairs(config: ExperimentConfig) -> bool:
+    """Whether checking the training files (`data.on_bad_line`) leaves a pair out."""
+    return any(
+        read_parallel_text(source, target, on_bad_line=config.data.on_bad_line).num_skipped
+        for source, target in text_files(config, "train")
+    )
+
+
+def _write_training_text(config: ExperimentConfig, run_dir: Path, limit: int | None) -> list:
+    """Writes the first `limit` (all for None) usable training pairs for SentencePiece."""
+    paths = [run_dir / "spm_source.txt", run_dir / "spm_target.txt"]
+    pairs = pairs_dataset(config, "train")
+    if limit:
+        pairs = pairs.take(limit)
+    with (
+        paths[0].open("w", encoding="utf-8") as sources,
+        paths[1].open("w", encoding="utf-8") as targets,
+    ):
+        for source, target in pairs.as_numpy_iterator():
+            sources.write(source.decode("utf-8").replace("\n", " ") + "\n")
+            targets.write(target.decode("utf-8").replace("\n", " ") + "\n")
+    return paths
+
+
+def training_batches(config: ExperimentConfig, tokenizer: Tokenizer) -> tf.data.Dataset:
+    """Shuffled, repeated, token-batched training data, sharded by data across workers."""
+    data = config.data
+    batches = translation_dataset(
+        pairs_dataset(config, "train"),
+        tokenizer,
+        tokens_per_batch=data.tokens_per_batch,
+        max_length=data.max_length,
+        max_length_ratio=data.max_length_ratio,
+        shuffle_buffer_size=data.shuffle_buffer_size,
+        repeat=True,
+        seed=config.training.seed,
+    )
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return batches.with_options(options)
+
+
+def build_model(config: ExperimentConfig, vocabulary_size: int) -> Seq2SeqTransformer:
+    """A new model of the configured preset and head (with latent experts if configured).
+
+    Raises:
+        ConfigError: If `model.expert_choice_dropout` is set without `model.num_experts`.
+    """
+    arguments = dict(config.model.arguments)
+    arguments.setdefault("tie_embeddings", config.model.tie_embeddings)
+    arguments.setdefault("max_sequence_length", config.data.max_length + 2)
+    if config.model.dropout is not None:
+        arguments["dropout"] = config.model.dropout
+    model_class = Seq2SeqTransformer
+    if config.model.num_experts is not None:
+        model_class = LatentExpertTransformer
+        arguments["num_experts"] = config.model.num_experts
+        arguments["expert_choice_dropout"] = config.model.expert_choice_dropout
+    elif config.model.expert_choice_dropout:
+        raise ConfigError("needs model.num_experts.", "model.expert_choice_dropout")
+    return model_class.from_preset(
+        config.model.preset, vocabulary_size=vocabulary_size, head=config.model.head, **arguments
+    )
+
+
+def make_loss(config: ExperimentConfig, head: heads.OutputHead) -> keras.losses.Loss:
+    """The head's default loss with the configured arguments.
+
+    Raises:
+        ConfigError: If `loss.alpha` is set for a head other than SCONES.
+    """
+    arguments = {"label_smoothing": config.loss.label_smoothing}
+    if config.loss.alpha is not None:
+        if not isinstance(head, heads.SigmoidHead):
+            raise ConfigError(
+                f"is the SCONES weight; the {head.name} head takes no alpha "
+                "(an entmax head's alpha goes in model.head: {name: entmax, alpha: ...}).",
+                "loss.alpha",
+            )
+        arguments["alpha"] = config.loss.alpha
+    return head.loss(**arguments)
+
+
+def head_metrics(head: heads.OutputHead) -> list[keras.metrics.Metric]:
+    """Metrics that show what the head's loss is made of."""
+    if isinstance(head, heads.SigmoidHead):
+        return [loss_metrics.SconesPositiveTerm(), loss_metrics.SconesNegativeTerm()]
+    if isinstance(head, heads.EntmaxHead):
+        return [loss_metrics.EntmaxSupportSize(alpha=head.alpha, n_iter=head.n_iter)]
+    return []
+
+
+def learning_rate_schedule(config: ExperimentConfig):
+    """The configured warm-up and decay (`tfscones.training.schedules.make_schedule`).
+
+    Raises:
+        ConfigError: If the schedule is unknown or its values are out of range.
+    """
+    training = config.training
+    try:
+        return make_schedule(
+            training.schedule,
+            training.learning_rate,
+            training.warmup_steps,
+            total_steps=training.steps,
+            final_fraction=training.final_learning_rate_fraction,
+        )
+    except ValueError as error:
+        raise ConfigError(str(error), "training.schedule") from None
+
+
+def make_optimizer(config: ExperimentConfig, schedule) -> keras.optimizers.Optimizer:
+    """Adam, AdamW or LAMB (the SCONES paper's) following `schedule`.
+
+    Raises:
+        ConfigError: If the optimizer is unknown.
+    """
+    training = config.training
+    common = {"learning_rate": schedule, "clipnorm": training.clip_norm}
+    if training.ema_momentum is not None:
+        common.update(use_ema=True, ema_momentum=training.ema_momentum)
+    if training.optimizer == "adam":
+        return keras.optimizers.Adam(beta_1=0.9, beta_2=0.98, epsilon=1e-9, **common)
+    if training.optimizer == "adamw":
+        return keras.optimizers.AdamW(weight_decay=training.weight_decay, beta_2=0.98, **common)
+    if training.optimizer == "lamb":
+        return keras.optimizers.Lamb(weight_decay=training.weight_decay or None, **common)
+    raise ConfigError(
+        f"must be adam, adamw or lamb (got {training.optimizer!r}).", "training.optimizer"
+    )
+
+
+def check_data_files(config: ExperimentConfig) -> None:
+    """Checks that every text file the config names exists (the test files only if named).
+
+    Raises:
+        ConfigError: Naming the key and the missing file.
+    """
+    if config.data.source != "text":
+        return
+    splits = ("train", "dev", "test") if config.data.test_source else ("train", "dev")
+    for split in splits:
+        for source, target in text_files(config, split):
+            for side, path in (("source", source), ("target", target)):
+                if not Path(path).is_file():
+                    raise ConfigError(f"no such file: {path}", f"data.{split}_{side}")
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """Checks what only the library can judge, before any expensive work starts.
+
+    The data files must exist, and the head, model, loss, schedule and optimizer must accept
+    the configured values (they are made here once, without data or weights).
+
+    Raises:
+        ConfigError: Naming the key and the problem.
+    """
+    check_data_files(config)
+    try:
+        head = heads.get(config.model.head)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(str(error), "model.head") from None
+    if config.model.preset not in PRESETS:
+        raise ConfigError(
+            f"unknown preset {config.model.preset!r}; allowed: {', '.join(PRESETS)}.",
+            "model.preset",
+        )
+    try:
+        build_model(config, config.data.vocabulary_size)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as error:
+        raise ConfigError(str(error), "model.arguments") from None
+    try:
+        make_loss(config, head)
+    except ConfigError:
+        raise
+    except ValueError as error:
+        raise ConfigError(str(error), "loss") from None
+    make_optimizer(config, learning_rate_schedule(config))
+
+
+def compiled_model(config: ExperimentConfig, vocabulary_size: int, strategy):
+    """Builds and compiles the model inside the strategy's scope.
+
+    Returns:
+        The model and its learning-rate schedule (which a time budget drives).
+    """
+    with strategy.scope():
+        model = build_model(config, vocabulary_size)
+        schedule = learning_rate_schedule(config)
+        model.compile(
+            optimizer=make_optimizer(config, schedule),
+            loss=make_loss(config, model.head),
+            metrics=head_metrics(model.head),
+            jit_compile=config.training.jit_compile,
+        )
+    return model, schedule
+
+
+def training_callbacks(
+    config, run_dir, schedule, tokenizer, dev_sources, dev_references, progress=None
+):
+    """Dev BLEU, progress line, checkpoints, logs, time budget and step backup, in that order.
+
+    The order matters at an epoch's end: the evaluation puts `val_bleu` into the logs before the
+    progress line shows it and before the logs are written, and the backup comes last. The
+    progress line goes to `progress` (a text stream; standard output if None).
+    """
+    (run_dir / "checkpoints").mkdir(exist_ok=True)
+    training = config.training
+    budget = callbacks.TrainingBudget(training.steps, training.max_minutes, schedule)
+    fit_callbacks = [
+        callbacks.BleuEvaluation(
+            dev_sources,
+            dev_references,
+            tokenizer,
+            best_model_path=run_dir / "model.keras",
+            best_bleu=best_logged_bleu(run_dir / "history.csv"),
+        ),
+        callbacks.ProgressLine(training.steps, budget, stream=progress),
+        keras.callbacks.ModelCheckpoint(run_dir / "checkpoints" / "last.keras"),
+        keras.callbacks.TensorBoard(run_dir / "logs"),
+        keras.callbacks.CSVLogger(run_dir / "history.csv", append=True),
+        budget,
+    ]
+    if training.average_checkpoints > 1:
+        fit_callbacks.append(
+            callbacks.EpochCheckpoints(run_dir / "checkpoints", training.average_checkpoints)
+        )
+    backup = callbacks.StepBackup(run_dir / "backup", training.backup_every_steps, [budget])
+    return fit_callbacks + [backup]
+
+
+def best_logged_bleu(history_csv: Path) -> float:
+    """The best dev BLEU an earlier (killed) run of this folder logged; -inf if none."""
+    if not history_csv.exists():
+        return -math.inf
+    with history_csv.open(encoding="utf-8") as rows:
+        scores = [float(row["val_bleu"]) for row in csv.DictReader(rows) if row.get("val_bleu")]
+    return max(scores, default=-math.inf)
+
+
+def keep_logged_epochs(history_csv: Path, epochs: int) -> None:
+    """Drops the rows of epochs from `epochs` on, which a resumed run trains and logs again.
+
+    A run killed after logging an epoch but before backing its end up resumes inside that
+    epoch; without this, the appended CSV log would hold the epoch twice.
+    """
+    if not history_csv.exists():
+        return
+    with history_csv.open(encoding="utf-8", newline="") as file:
+        rows = list(csv.reader(file))
+    kept = rows[:1] + [row for row in rows[1:] if int(row[0]) < epochs]
+    if len(kept) < len(rows):
+        with history_csv.open("w", encoding="utf-8", newline="") as file:
+            csv.writer(file).writerows(kept)
+
+
+def fit(config: ExperimentConfig, model: keras.Model, batches: tf.data.Dataset, fit_callbacks):
+    """Trains exactly `training.steps` optimizer steps (fewer if time runs out), resuming.
+
+    A resumed run skips the batches the killed run consumed, finishes the interrupted epoch, then
+    runs the remaining epochs: it ends at the same step count, on the same data, as an
+    uninterrupted run. `fit_callbacks` ends with the `TrainingBudget` and the `StepBackup`.
+    """
+    steps_per_epoch = config.training.steps_per_epoch
+    epochs = math.ceil(config.training.steps / steps_per_epoch)
+    backup = fit_callbacks[-1]
+    done = backup.restore(model)
+    epoch, step_in_epoch = divmod(done, steps_per_epoch)
+    for callback in fit_callbacks:
+        if isinstance(callback, keras.callbacks.CSVLogger):
+            keep_logged_epochs(Path(callback.filename), epoch)
+    batches = batches.skip(done)
+    if step_in_epoch:
+        model.fit(
+            batches,
+            initial_epoch=epoch,
+            epochs=epoch + 1,
+            steps_per_epoch=steps_per_epoch - step_in_epoch,
+            callbacks=fit_callbacks,
+            verbose=0,
+            shuffle=False,  # the pipeline shuffles
+        )
+        if model.optimizer.use_ema:
+            backup.restore(model)  # fit ended by putting the moving average in the weights
+        epoch += 1
+        batches = batches.skip(steps_per_epoch - step_in_epoch)
+    if epoch < epochs and not model.stop_training:
+        model.fit(
+            batches,
+            initial_epoch=epoch,
+            epochs=epochs,
+            steps_per_epoch=steps_per_epoch,
+            callbacks=fit_callbacks,
+            verbose=0,
+            shuffle=False,  # the pipeline shuffles
+        )
+
+
+def keep_checkpoint_average(model: keras.Model, fit_callbacks) -> float | None:
+    """Averages the kept epoch checkpoints; keeps the mean as the best model if it scores higher.
+
+    Returns:
+        The dev BLEU of the average, or None when no averaging was configured or fewer than two
+        checkpoints were written.
+    """
+    kept = [c for c in fit_callbacks if isinstance(c, callbacks.EpochCheckpoints)]
+    if not kept or len(kept[0].paths) < 2:
+        return None
+    evaluation = fit_callbacks[0]
+    average_checkpoints(model, kept[0].paths)
+    bleu = evaluation.score(model)
+    improved = evaluation.keep_if_best(model, bleu)
+    logger.info(
+        "average of the last %d checkpoints: dev BLEU %.2f%s",
+        len(kept[0].paths),
+        bleu,
+        " (best)" if improved else "",
+    )
+    return bleu
+
+
+def worker_run_dir(config: ExperimentConfig) -> Path:
+    """The run folder; workers other than the chief write to a subfolder of their own."""
+    index = worker_index() if config.training.strategy == "multi_worker" else 0
+    run_dir = config.run_dir if index == 0 else config.run_dir / f"worker-{index}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
+    """Trains and evaluates one experiment; returns (and writes) its results.
+
+    Args:
+        config: The experiment.
+        progress: Where the progress line goes (standard output if None); a stream whose
+            `isatty()` is true gets it redrawn in place.
+
+    Returns:
+        A dict with the best dev BLEU, test BLEU, steps trained and wall time.
+    """
+    started = time.monotonic()
+    # The strategy comes first: a multi-worker strategy must configure TensorFlow's collective
+    # ops before anything (the config check builds a model) starts its runtime.
+    strategy = make_strategy(config.training.strategy, config.training.tpu)
+    check_config(config)
+    keras.utils.set_random_seed(config.training.seed)
+    if config.training.mixed_precision:
+        keras.mixed_precision.set_global_policy(config.training.mixed_precision)
+    run_dir = worker_run_dir(config)
+    check_run_folder(config, run_dir)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    tokenizer = prepare_tokenizer(config, run_dir)
+    dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
+    model, schedule = compiled_model(config, tokenizer.vocab_size, strategy)
+    fit_callbacks = training_callbacks(
+        config, run_dir, schedule, tokenizer, dev_sources, dev_references, progress
+    )
+    fit(config, model, training_batches(config, tokenizer), fit_callbacks)
+    steps = int(model.optimizer.iterations.numpy())
+    averaged_bleu = keep_checkpoint_average(model, fit_callbacks)
+    results = {
+        "name": config.name,
+        "steps": steps,
+        "best_dev_bleu": fit_callbacks[0].best_bleu,
+        "train_minutes": (time.monotonic() - started) / 60.0,
+    }
+    if averaged_bleu is not None:
+        results["averaged_dev_bleu"] = averaged_bleu
+    results.update(evaluate_test(config, run_dir, tokenizer, model))
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2))
+    logger.info("results: %s", results)
+    return results
+
+
+def evaluate_test(config, run_dir, tokenizer, model) -> dict:
+    """Greedy test BLEU and chrF of the best model (the last one if none was kept)."""
+    if not (config.data.test_source or config.data.source == "tfds"):
+        return {}
+    best = run_dir / "model.keras"
+    if best.exists():
+        model = load_model(best)
+    sources, references = sentence_pairs(config, "test", config.data.test_sentences)
+    hypotheses = decoding.translate(model, tokenizer, sources)
+    (run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    bleu = metrics.corpus_bleu(hypotheses, references)
+    return {
+        "test_bleu": bleu.score,
+        "test_chrf": metrics.corpus_chrf(hypotheses, references).score,
+        "bleu_signature": metrics.bleu_signature(),
+    }
+
+
+def evaluate(run_dir: str | Path, sources: list[str], references: list[str], search=None) -> dict:
+    """BLEU and chrF of a run's best model on given sentences (greedy unless `search` says).
+
+    Args:
+        run_dir: A training run folder (its `model.keras` and `spm.model`).
+        sources: Source sentences.
+        references: One reference translation per source.
+        search: A `tfscones.decoding.Search` (None: greedy).
+
+    Returns:
+        `bleu`, `chrf`, `bleu_signature` and the `hypotheses`.
+
+    Raises:
+        FileNotFoundError: If the folder or one of its files is missing.
+        ValueError: If the two lists differ in length.
+    """
+    if len(sources) != len(references):
+        raise ValueError(f"{len(sources)} sources but {len(references)} references")
+    hypotheses = translate(run_dir, sources, search)
+    return {
+        "bleu": metrics.corpus_bleu(hypotheses, references).score,
+        "chrf": metrics.corpus_chrf(hypotheses, references).score,
+        "bleu_signature": metrics.bleu_signature(),
+        "hypotheses": hypotheses,
+    }
+
+
+def translate(
+    run_dir: str | Path, sentences: list[str], search=None, batch_size: int = 64
+) -> list[str]:
+    """Translations of `sentences` by a run's best model (greedy unless `search` says).
+
+    Raises:
+        FileNotFoundError: If the folder or one of its files is missing.
+        TypeError: If `sentences` is one string rather than a list of them.
+    """
+    model, tokenizer = load_run(run_dir)
+    return decoding.translate(model, tokenizer, sentences, batch_size, search or decoding.Search())
+
+
+def score(run_dir: str | Path, sources: list[str], targets: list[str]) -> list[float]:
+    """How well each target translates its source under a run's best model.
+
+    A target's score is the sum of the head's log scores of its tokens, EOS included, under
+    teacher forcing: the log-probability for softmax, Σ log P(z=1 | x, y) for the SCONES head
+    (Stahlberg & Kumar 2022, eq. 3-4), -inf outside an entmax head's support. The same numbers
+    as the exported SavedModel's `score` signature.
+
+    Raises:
+        FileNotFoundError: If the folder or one of its files is missing.
+        ValueError: If the two lists differ in length.
+    """
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    model, tokenizer = load_run(run_dir)
+    module = TranslationModule(model, tokenizer, max_batch_size=max(len(sources), 1))
+    scores = module.score(tf.constant(sources, tf.string), tf.constant(targets, tf.string))
+    return [float(value) for value in scores["scores"].numpy()]
+
+
+def export(run_dir: str | Path, out: str | Path, settings: ExportSettings | None = None) -> dict:
+    """Exports a run's best model as SavedModel version folder `out` (`BASE/NAME/VERSION`).
+
+    Returns:
+        What the export holds (`tfscones.serving.export_info`) and its `path`.
+
+    Raises:
+        tfscones.serving.ExportError: If a file is missing or `out` is not a new version folder.
+    """
+    return export_run(out, run=run_dir, settings=settings)
+
+
+def analyze(
+    run_dirs: list[str | Path],
+    sources: list[str],
+    references: list[str],
+    **analysis_arguments,
+) -> dict[str, ModelAnalysis]:
+    """`tfscones.analysis.analyze_model` of each run's best model, by run folder name.
+
+    Args:
+        run_dirs: Training run folders.
+        sources: Source sentences.
+        references: One reference translation per source.
+        **analysis_arguments: `beam_sizes`, `exact_sentences`, `state_budget`.
+
+    Raises:
+        FileNotFoundError: If a folder or one of its files is missing (checked for every run
+            before the first analysis starts).
+    """
+    for run_dir in run_dirs:
+        check_run_files(run_dir)
+    analyses = {}
+    for run_dir in run_dirs:
+        model, tokenizer = load_run(run_dir)
+        analyses[Path(run_dir).name] = analyze_model(
+            model, tokenizer, sources, references, **analysis_arguments
+        )
+    return analyses

@@ -18,10 +18,10 @@ from typing import TextIO
 
 import keras
 
-from tfscones import metrics
 from tfscones.averaging import moving_average_weights
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.decoding import translate
+from tfscones.evaluation import metrics
 
 logger = logging.getLogger(__name__)
 

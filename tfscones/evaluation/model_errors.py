@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
-from tfscones.metrics import corpus_bleu
+from tfscones.evaluation.metrics import corpus_bleu
 
 DEFAULT_TOLERANCE = 1e-4
 
@@ -195,7 +195,7 @@ def length_ratio(
 ) -> float:
     """Hypothesis length / reference length over a corpus, as corpus BLEU counts them.
 
-    The lengths are sacrebleu's `sys_len` and `ref_len` (`tfscones.metrics.corpus_bleu`: 13a
+    The lengths are sacrebleu's `sys_len` and `ref_len` (`metrics.corpus_bleu`: 13a
     tokens, so punctuation marks count as words); with several reference streams, each
     sentence's reference length is the one closest to its hypothesis.
 

@@ -14,11 +14,11 @@ and the same numbers for the references themselves, "human" pairwise BLEU and a 
 them all for one evaluation table row.
 
 Every BLEU here is sacrebleu's, never reimplemented. Corpus-level numbers are
-`tfscones.metrics.corpus_bleu` (13a tokenisation, one reference per segment), so they carry
-the signature `tfscones.metrics.bleu_signature(1)`. Sentence-level BLEU, which only chooses the
+`metrics.corpus_bleu` (13a tokenisation, one reference per segment), so they carry the
+signature `metrics.bleu_signature(1)`. Sentence-level BLEU, which only chooses the
 best-matching reference, follows the paper's footnote 4, "smoothed n-gram counts (+1) for
 n > 1": sacrebleu's `smooth_method="add-k"` with `smooth_value=1` (Chen & Cherry 2014, method
-2), not the exponential smoothing of `tfscones.metrics.sentence_bleu`.
+2), not the exponential smoothing of `metrics.sentence_bleu`.
 
 Inputs are nested lists: `hypotheses[i]` holds the K hypotheses of source sentence i and
 `references[i]` its N references; K (and N) must be the same for every sentence.
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU
 
-from tfscones.metrics import BLEU_TOKENIZER, corpus_bleu
+from tfscones.evaluation.metrics import BLEU_TOKENIZER, corpus_bleu
 
 _ORACLE_SENTENCE_BLEU = BLEU(
     tokenize=BLEU_TOKENIZER, smooth_method="add-k", smooth_value=1.0, effective_order=True

@@ -13,7 +13,7 @@
   accuracy, reliability bins, and the mean support size (Table 5).
 
 Every score is the sum of the head's log scores, without length penalty (see
-`tfscones.model_errors`). The best known score of a sentence, against which search errors are
+`model_errors`). The best known score of a sentence, against which search errors are
 counted, is the highest of exact search's and every beam's: exact search that stopped at its
 budget may have been beaten by a wider beam.
 """
@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfscones import model_errors
-from tfscones.calibration import DEFAULT_NUM_BINS, force_decode
 from tfscones.decoding.exact import DEFAULT_STATE_BUDGET, exact_translate
 from tfscones.decoding.search import Search
 from tfscones.decoding.translate import source_ids_for_model, translate_nbest
-from tfscones.metrics import corpus_bleu
+from tfscones.evaluation import model_errors
+from tfscones.evaluation.calibration import DEFAULT_NUM_BINS, force_decode
+from tfscones.evaluation.metrics import corpus_bleu
 
 DEFAULT_BEAM_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 REFERENCE_BEAM = 4

@@ -29,10 +29,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tfscones.analysis import DEFAULT_BEAM_SIZES, ModelAnalysis, analyze_model  # noqa: E402
 from tfscones.data import read_sentence_pairs  # noqa: E402
 from tfscones.decoding import DEFAULT_STATE_BUDGET  # noqa: E402
-from tfscones.model_errors import score_summary  # noqa: E402
+from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES, ModelAnalysis, analyze_model  # noqa: E402
+from tfscones.evaluation.model_errors import score_summary  # noqa: E402
 from tfscones.models import check_run_files, load_run  # noqa: E402
 from training.argument_types import non_negative_int, positive_int  # noqa: E402
 

@@ -37,9 +37,9 @@ from typing import TextIO
 import tensorflow as tf
 
 from export.savedmodel import export, parse_arguments
-from tfscones import metrics
 from tfscones.data.text_lines import read_lines
 from tfscones.decoding import Search, translate
+from tfscones.evaluation import metrics
 from tfscones.models import load_run
 from training.config import ConfigError, ExperimentConfig, load_config
 from training.train import check_config, run

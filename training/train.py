@@ -31,7 +31,7 @@ import keras
 import tensorflow as tf
 import yaml
 
-from tfscones import callbacks, heads, loss_metrics, metrics
+from tfscones import callbacks, heads, loss_metrics
 from tfscones.averaging import average_checkpoints
 from tfscones.data import (
     ParallelTextError,
@@ -44,6 +44,7 @@ from tfscones.data import (
 from tfscones.data.text_lines import TextLineError
 from tfscones.decoding import translate
 from tfscones.distribution import make_strategy, worker_index
+from tfscones.evaluation import metrics
 from tfscones.models import PRESETS, LatentExpertTransformer, Seq2SeqTransformer, load_model
 from tfscones.schedules import make_schedule
 from training.config import ConfigError, ExperimentConfig, config_to_dict, load_config, locate

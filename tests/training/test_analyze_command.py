@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfscones import model_errors
 from tfscones.data import Tokenizer
 from tfscones.decoding import Search, source_ids_for_model, translate, translate_nbest
-from tfscones.metrics import corpus_bleu
+from tfscones.evaluation import model_errors
+from tfscones.evaluation.metrics import corpus_bleu
 from tfscones.models import load_model
 from training import analyze, train
 from training.config import load_config

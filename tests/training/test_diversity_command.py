@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from tfscones import diversity
 from tfscones.data.demo import DEMO_DIR
+from tfscones.evaluation import diversity
 from training import diversity as diversity_command
 from training import train
 from training.config import load_config

@@ -20,7 +20,8 @@ import logging
 import time
 from pathlib import Path
 
-from tfscones.data import ibm3, read_sentence_pairs
+from tfscones import synthetic as ibm3
+from tfscones.data import read_sentence_pairs
 from tfscones.data.text_lines import write_lines
 from training.argument_types import positive_int
 

@@ -27,10 +27,10 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tfscones import metrics  # noqa: E402
 from tfscones.data import Tokenizer  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import Search, translate  # noqa: E402
+from tfscones.evaluation import metrics  # noqa: E402
 from tfscones.models import load_model  # noqa: E402
 
 

@@ -6,7 +6,7 @@
     tfscones analyze | diversity | synthetic | temperature-table | demo ...
 
 Each subcommand parses its arguments and makes library calls (`tfscones.training.runner`,
-`tfscones.serving`, `tfscones.analysis`); `tfscones SUBCOMMAND --help` lists its options.
+`tfscones.serving`, `tfscones.evaluation`); `tfscones SUBCOMMAND --help` lists its options.
 TensorFlow is imported without its native start-up log lines.
 """
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfscones import model_errors
 from tfscones.commands import analyze
 from tfscones.data import Tokenizer
 from tfscones.decoding import Search, source_ids_for_model, translate, translate_nbest
-from tfscones.metrics import corpus_bleu
+from tfscones.evaluation import model_errors
+from tfscones.evaluation.metrics import corpus_bleu
 from tfscones.models import load_model
 from tfscones.training import runner
 from tfscones.training.config import CONFIG_DIR as CONFIGS

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from tfscones import diversity
 from tfscones.commands import diversity as diversity_command
 from tfscones.data.demo import DEMO_DIR
+from tfscones.evaluation import diversity
 from tfscones.training import runner
 from tfscones.training.config import CONFIG_DIR as CONFIGS
 from tfscones.training.config import load_config

@@ -5,7 +5,7 @@
         --reference ../shared/data/multi30k-en-de/test_2016_flickr.de \
         --limit 200 --exact-sentences 100 --state-budget 20000 --out reports/multi30k
 
-For every run, `tfscones.analysis.analyze_model`: BLEU, length ratio and speed against the beam
+For every run, `tfscones.evaluation.analyze_model`: BLEU, length ratio and speed against the beam
 size (SCONES Figs. 3-4), beam-search errors against exact search (Fig. 7), exact search's BLEU,
 length ratio, budget hits and states (Fig. 5, Tables 6-7), exact-search vs empty-translation log
 scores (Fig. 6), how often the empty translation beats beam-4 (entmax paper Table 4), expected
@@ -29,11 +29,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tfscones.analysis import DEFAULT_BEAM_SIZES, ModelAnalysis  # noqa: E402
 from tfscones.commands.argument_types import non_negative_int, positive_int  # noqa: E402
 from tfscones.data import read_sentence_pairs  # noqa: E402
 from tfscones.decoding import DEFAULT_STATE_BUDGET  # noqa: E402
-from tfscones.model_errors import score_summary  # noqa: E402
+from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES, ModelAnalysis  # noqa: E402
+from tfscones.evaluation.model_errors import score_summary  # noqa: E402
 from tfscones.training import runner  # noqa: E402
 
 

@@ -38,9 +38,9 @@ from typing import TextIO
 
 import tensorflow as tf
 
-from tfscones import metrics
 from tfscones.data.text_lines import read_lines
 from tfscones.decoding import Search, translate
+from tfscones.evaluation import metrics
 from tfscones.models import load_run
 from tfscones.serving.export import ExportSettings, export_run
 from tfscones.training.config import ConfigError, ExperimentConfig, data_path, load_config

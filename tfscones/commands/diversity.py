@@ -28,11 +28,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tfscones import diversity  # noqa: E402
 from tfscones.commands.argument_types import non_negative_int, positive_int  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import Search, translate_nbest  # noqa: E402
 from tfscones.decoding.translate import run_search  # noqa: E402
+from tfscones.evaluation import diversity  # noqa: E402
 from tfscones.models import check_run_files, decode_experts, load_run  # noqa: E402
 
 

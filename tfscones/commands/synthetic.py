@@ -5,7 +5,7 @@
         [--dev-source tfscones/data/demo/dev.de --test-source tfscones/data/demo/test.de] \
         [--seed 0] [--em-iterations 5]
 
-It estimates IBM-3 once from the parallel training files (`tfscones.data.ibm3`), saves it to
+It estimates IBM-3 once from the parallel training files (`tfscones.synthetic`), saves it to
 `OUT/ibm3/`, and for every temperature γ writes `OUT/gamma-<γ>/{train,dev,test}.{src,tgt}`: the
 source sentences copied, each with one target sentence sampled from the model at γ (dev and test
 only when their source is given). `OUT/summary.md` has, per temperature, the sampled training
@@ -20,8 +20,9 @@ import logging
 import time
 from pathlib import Path
 
+from tfscones import synthetic as ibm3
 from tfscones.commands.argument_types import positive_int
-from tfscones.data import ibm3, read_sentence_pairs
+from tfscones.data import read_sentence_pairs
 from tfscones.data.text_lines import write_lines
 
 SPLIT_SEEDS = {"train": 0, "dev": 1, "test": 2}

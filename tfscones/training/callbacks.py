@@ -18,9 +18,9 @@ from typing import TextIO
 
 import keras
 
-from tfscones import metrics
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.decoding import translate
+from tfscones.evaluation import metrics
 from tfscones.training.averaging import moving_average_weights
 
 logger = logging.getLogger(__name__)

@@ -38,8 +38,7 @@ import keras
 import tensorflow as tf
 import yaml
 
-from tfscones import decoding, heads, loss_metrics, metrics
-from tfscones.analysis import ModelAnalysis, analyze_model
+from tfscones import decoding, heads, loss_metrics
 from tfscones.data import (
     Tokenizer,
     load_tfds_pairs,
@@ -47,6 +46,8 @@ from tfscones.data import (
     train_sentencepiece,
     translation_dataset,
 )
+from tfscones.evaluation import metrics
+from tfscones.evaluation.analysis import ModelAnalysis, analyze_model
 from tfscones.models import (
     PRESETS,
     LatentExpertTransformer,
@@ -633,7 +634,7 @@ def analyze(
     references: list[str],
     **analysis_arguments,
 ) -> dict[str, ModelAnalysis]:
-    """`tfscones.analysis.analyze_model` of each run's best model, by run folder name.
+    """`tfscones.evaluation.analysis.analyze_model` of each run's best model, by run folder name.
 
     Args:
         run_dirs: Training run folders.

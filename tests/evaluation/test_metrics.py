@@ -2,7 +2,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEUScore
 
-from tfscones import metrics
+from tfscones.evaluation import metrics
 
 HYPOTHESES = [
     "The cat sat on the mat.",

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
-from tfscones.model_errors import (
+from tfscones.evaluation.model_errors import (
     ScoreSummary,
     empty_string_rate,
     empty_translation_scores,

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfscones.calibration import (
+from tfscones.data import Tokenizer, train_sentencepiece
+from tfscones.data.vocab_ids import BOS_ID, EOS_ID
+from tfscones.evaluation.calibration import (
     calibration_bins,
     compiled_force_decode,
     expected_calibration_error,
     force_decode,
 )
-from tfscones.data import Tokenizer, train_sentencepiece
-from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.models import Seq2SeqTransformer
 
 MAX_LENGTH = 12

@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU
 
-from tfscones import diversity
+from tfscones.evaluation import diversity
 
 SIX = "a b c d e f"  # 6 tokens
 OTHER_SIX = "u v w x y z"  # 6 tokens, no word in common with SIX

@@ -1,0 +1,1 @@
+"""Experiment configs shipped with the package: `tfscones train --config NAME` loads NAME.yaml."""

@@ -7,6 +7,7 @@ states the contract decoders rely on. Each head has its module, with its loss an
 |------------------------|-----------------|-----------------|--------------|----------------|
 | SoftmaxHead (softmax)  | softmax(z)      | log_softmax(z)  | never        | cross-entropy  |
 | SigmoidHead (scones)   | σ(z), not norm. | log σ(z)        | never        | SconesLoss     |
+| TanhHead (tanh)        | (1 + tanh z)/2  | -softplus(-2z)  | never        | TanhSconesLoss |
 | EntmaxHead(α) (entmax) | entmax_α(z)     | log entmax_α(z) | -inf, pruned | EntmaxLoss     |
 
 A decoder never asks which head it has: it calls `log_scores`. Greedy search may take the argmax of
@@ -24,6 +25,7 @@ from tfscones.heads.base import OutputHead
 from tfscones.heads.entmax import EntmaxHead, EntmaxLoss, EntmaxSupportSize, SparsemaxLoss
 from tfscones.heads.scones import SconesLoss, SconesNegativeTerm, SconesPositiveTerm, SigmoidHead
 from tfscones.heads.softmax import SequenceCrossEntropy, SoftmaxHead
+from tfscones.heads.tanh import TanhHead, TanhNegativeTerm, TanhPositiveTerm, TanhSconesLoss
 
 __all__ = [
     "EntmaxHead",
@@ -37,6 +39,10 @@ __all__ = [
     "SigmoidHead",
     "SoftmaxHead",
     "SparsemaxLoss",
+    "TanhHead",
+    "TanhNegativeTerm",
+    "TanhPositiveTerm",
+    "TanhSconesLoss",
     "get",
     "serialize",
 ]
@@ -45,6 +51,7 @@ _NAMED_HEADS = {
     "softmax": SoftmaxHead,
     "sigmoid": SigmoidHead,
     "scones": SigmoidHead,
+    "tanh": TanhHead,
     "entmax": EntmaxHead,
     "entmax15": lambda: EntmaxHead(alpha=1.5),
     "sparsemax": lambda: EntmaxHead(alpha=2.0),
@@ -55,7 +62,7 @@ def get(identifier: str | dict | OutputHead) -> OutputHead:
     """Returns the head an identifier names.
 
     Args:
-        identifier: A head; a name (`softmax`, `sigmoid` or `scones`, `entmax`,
+        identifier: A head; a name (`softmax`, `sigmoid` or `scones`, `tanh`, `entmax`,
             `entmax15`, `sparsemax`); or a dict `{"class_name": ..., "config": {...}}` from
             `serialize`, or `{"name": ..., **config}` as written in a YAML config.
 

@@ -30,8 +30,9 @@ class OutputHead:
     2. Order is kept: a larger logit never gets a lower score within a row, so
        `argmax z = argmax log_scores(z)` and greedy search may take the argmax of the raw logits
        (Stahlberg & Kumar 2022, footnote 7).
-    3. -inf marks exactly the tokens of probability zero; decoders never extend a hypothesis
-       with them, and samplers never draw them. Finite logits never give a NaN or +inf score.
+    3. -inf marks the tokens the head gives probability exactly zero (entmax's pruned tokens,
+       not a float underflow); decoders never extend a hypothesis with them, and samplers
+       never draw them. Finite logits never give a NaN or +inf score.
     4. Both compute in float32 whatever the logits' dtype.
 
     A head is built from a name or a config by `tfscones.heads.get`; `get_config` returns every

@@ -10,8 +10,7 @@ import keras
 
 # Imported for their `register_keras_serializable` decorators: a saved, compiled model refers
 # to its loss, metrics and learning-rate schedule by their registered names.
-import tfscones.loss_metrics  # noqa: F401
-import tfscones.losses  # noqa: F401
+import tfscones.heads  # noqa: F401
 import tfscones.training.schedules  # noqa: F401
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer

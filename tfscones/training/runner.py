@@ -38,7 +38,7 @@ import keras
 import tensorflow as tf
 import yaml
 
-from tfscones import decoding, heads, loss_metrics
+from tfscones import decoding, heads
 from tfscones.data import (
     Tokenizer,
     load_tfds_pairs,
@@ -234,7 +234,7 @@ def make_loss(config: ExperimentConfig, head: heads.OutputHead) -> keras.losses.
     """
     arguments = {"label_smoothing": config.loss.label_smoothing}
     if config.loss.alpha is not None:
-        if not isinstance(head, heads.SigmoidHead):
+        if not head.takes_loss_argument("alpha"):
             raise ConfigError(
                 f"is the SCONES weight; the {head.name} head takes no alpha "
                 "(an entmax head's alpha goes in model.head: {name: entmax, alpha: ...}).",
@@ -246,11 +246,7 @@ def make_loss(config: ExperimentConfig, head: heads.OutputHead) -> keras.losses.
 
 def head_metrics(head: heads.OutputHead) -> list[keras.metrics.Metric]:
     """Metrics that show what the head's loss is made of."""
-    if isinstance(head, heads.SigmoidHead):
-        return [loss_metrics.SconesPositiveTerm(), loss_metrics.SconesNegativeTerm()]
-    if isinstance(head, heads.EntmaxHead):
-        return [loss_metrics.EntmaxSupportSize(alpha=head.alpha, n_iter=head.n_iter)]
-    return []
+    return head.metrics()
 
 
 def learning_rate_schedule(config: ExperimentConfig):

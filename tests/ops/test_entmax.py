@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfscones import activations
+from tfscones.ops import entmax as ops
 
 
 def random_logits(shape, scale=2.0, seed=0):
@@ -13,7 +13,7 @@ def random_logits(shape, scale=2.0, seed=0):
 def test_sparsemax_matches_hand_computed_values():
     # Sorted z = (0.5, 0.3, 0.1): all three satisfy 1 + k z_(k) > Σ_{j<=k} z_(j), so
     # τ = (0.9 - 1) / 3 and p = z - τ.
-    probabilities = activations.sparsemax(tf.constant([[0.5, 0.3, 0.1], [2.0, 1.0, -1.0]]))
+    probabilities = ops.sparsemax(tf.constant([[0.5, 0.3, 0.1], [2.0, 1.0, -1.0]]))
     tau = (0.9 - 1.0) / 3.0
     expected = [[0.5 - tau, 0.3 - tau, 0.1 - tau], [1.0, 0.0, 0.0]]
     np.testing.assert_allclose(probabilities, expected, atol=1e-6)
@@ -23,14 +23,14 @@ def test_entmax15_matches_hand_computed_values():
     # z/2 = (0.5, 0, -5); with support {1, 2}, (0.5 - τ)² + τ² = 1 gives 2τ² - τ - 0.75 = 0.
     tau = (1.0 - np.sqrt(7.0)) / 4.0
     expected = [(0.5 - tau) ** 2, tau**2, 0.0]
-    probabilities = activations.entmax15(tf.constant([1.0, 0.0, -10.0]))
+    probabilities = ops.entmax15(tf.constant([1.0, 0.0, -10.0]))
     np.testing.assert_allclose(probabilities, expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("shape", [(7,), (4, 9), (2, 3, 33)])
 @pytest.mark.parametrize(
     "mapping",
-    [activations.sparsemax, activations.entmax15, lambda z: activations.entmax_bisect(z, 1.3)],
+    [ops.sparsemax, ops.entmax15, lambda z: ops.entmax_bisect(z, 1.3)],
     ids=["sparsemax", "entmax15", "bisect-1.3"],
 )
 def test_outputs_lie_on_the_simplex(mapping, shape):
@@ -42,42 +42,40 @@ def test_outputs_lie_on_the_simplex(mapping, shape):
 
 def test_sparse_mappings_produce_exact_zeros():
     logits = random_logits((8, 50), scale=3.0)
-    assert (activations.sparsemax(logits).numpy() == 0).any()
-    assert (activations.entmax15(logits).numpy() == 0).any()
+    assert (ops.sparsemax(logits).numpy() == 0).any()
+    assert (ops.entmax15(logits).numpy() == 0).any()
 
 
-@pytest.mark.parametrize(
-    "mapping, alpha", [(activations.sparsemax, 2.0), (activations.entmax15, 1.5)]
-)
+@pytest.mark.parametrize("mapping, alpha", [(ops.sparsemax, 2.0), (ops.entmax15, 1.5)])
 def test_sort_based_algorithms_equal_bisection(mapping, alpha):
     logits = random_logits((16, 40), seed=1)
     np.testing.assert_allclose(
-        mapping(logits), activations.entmax_bisect(logits, alpha, n_iter=80), atol=1e-5
+        mapping(logits), ops.entmax_bisect(logits, alpha, n_iter=80), atol=1e-5
     )
 
 
 def test_alpha_near_one_approaches_softmax():
     logits = random_logits((4, 12), seed=2)
-    distance_far = np.abs(activations.entmax_bisect(logits, 1.5) - tf.nn.softmax(logits)).max()
-    distance_near = np.abs(activations.entmax_bisect(logits, 1.001) - tf.nn.softmax(logits)).max()
+    distance_far = np.abs(ops.entmax_bisect(logits, 1.5) - tf.nn.softmax(logits)).max()
+    distance_near = np.abs(ops.entmax_bisect(logits, 1.001) - tf.nn.softmax(logits)).max()
     assert distance_near < 2e-3 < distance_far
 
 
 @pytest.mark.parametrize("alpha", [1.0, 0.5, -2.0, float("nan"), float("inf")])
 def test_alpha_at_most_one_is_rejected_with_a_pointer_to_softmax(alpha):
     with pytest.raises(ValueError, match="alpha must be a finite number > 1.*softmax"):
-        activations.entmax_bisect(tf.zeros([3]), alpha)
+        ops.entmax_bisect(tf.zeros([3]), alpha)
     with pytest.raises(ValueError, match="softmax"):
-        activations.Entmax(alpha=alpha)
+        ops.Entmax(alpha=alpha)
 
 
 @pytest.mark.parametrize(
     "mapping",
     [
-        activations.sparsemax,
-        activations.entmax15,
-        lambda z: activations.entmax_bisect(z, 1.3, n_iter=60),
-        lambda z: activations.entmax_bisect(z, 2.5, n_iter=60),
+        ops.sparsemax,
+        ops.entmax15,
+        lambda z: ops.entmax_bisect(z, 1.3, n_iter=60),
+        lambda z: ops.entmax_bisect(z, 2.5, n_iter=60),
     ],
     ids=["sparsemax", "entmax15", "bisect-1.3", "bisect-2.5"],
 )
@@ -96,7 +94,7 @@ def test_gradient_is_zero_outside_the_support_and_sums_to_zero():
     upstream = tf.constant([[0.3, -1.0, 2.0, 0.7]])
     with tf.GradientTape() as tape:
         tape.watch(logits)
-        probabilities = activations.entmax15(logits)
+        probabilities = ops.entmax15(logits)
     gradient = tape.gradient(probabilities, logits, output_gradients=upstream).numpy()
     assert np.all(gradient[probabilities.numpy() == 0] == 0)
     np.testing.assert_allclose(gradient.sum(), 0.0, atol=1e-6)
@@ -105,16 +103,16 @@ def test_gradient_is_zero_outside_the_support_and_sums_to_zero():
 @pytest.mark.parametrize(
     "mapping, scales",
     [
-        (activations.sparsemax, (5.0, 0.1, 0.01)),
-        (activations.entmax15, (5.0, 0.5, 0.05)),
-        (lambda z, top_k: activations.entmax_bisect(z, 1.25, top_k=top_k), (30.0, 3.0, 0.01)),
+        (ops.sparsemax, (5.0, 0.1, 0.01)),
+        (ops.entmax15, (5.0, 0.5, 0.05)),
+        (lambda z, top_k: ops.entmax_bisect(z, 1.25, top_k=top_k), (30.0, 3.0, 0.01)),
     ],
     ids=["sparsemax", "entmax15", "bisect-1.25"],
 )
 def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
     # top_k = 8 on 300 logits tries the 8 largest, then the 64 largest, then all 300; the
     # scales give supports that fit in 8, fit in 64 but not 8, and exceed 64.
-    assert activations.partial_sort_sizes(8, 300) == [8, 64]
+    assert ops.partial_sort_sizes(8, 300) == [8, 64]
     support_bounds = [(0, 8), (8, 64), (64, 301)]
     for scale, (low, high) in zip(scales, support_bounds, strict=True):
         logits = random_logits((6, 300), scale=scale, seed=5)
@@ -126,7 +124,7 @@ def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
         np.testing.assert_allclose(partial.numpy().sum(-1), 1.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("mapping", [activations.sparsemax, activations.entmax15])
+@pytest.mark.parametrize("mapping", [ops.sparsemax, ops.entmax15])
 def test_partial_sort_path_compiles_with_xla(mapping):
     logits = random_logits((5, 400), scale=4.0, seed=7)
     compiled = tf.function(lambda z: mapping(z, top_k=32), jit_compile=True)
@@ -137,19 +135,19 @@ def test_partial_sort_path_compiles_with_xla(mapping):
 def test_low_precision_inputs_are_computed_in_float32(dtype):
     logits = random_logits((4, 30), seed=8)
     low = tf.cast(logits, dtype)
-    reference = activations.entmax15(tf.cast(low, tf.float32))
-    result = activations.entmax15(low)
+    reference = ops.entmax15(tf.cast(low, tf.float32))
+    result = ops.entmax15(low)
     assert result.dtype == dtype
     np.testing.assert_allclose(tf.cast(result, tf.float32), reference, atol=1e-2)
     with tf.GradientTape() as tape:
         tape.watch(low)
-        value = tf.reduce_sum(activations.sparsemax(low) * tf.cast(logits, dtype))
+        value = tf.reduce_sum(ops.sparsemax(low) * tf.cast(logits, dtype))
     assert tape.gradient(value, low).dtype == dtype
 
 
 @pytest.mark.parametrize(
     "layer",
-    [activations.Sparsemax(), activations.Entmax15(), activations.Entmax(alpha=1.7, n_iter=30)],
+    [ops.Sparsemax(), ops.Entmax15(), ops.Entmax(alpha=1.7, n_iter=30)],
 )
 def test_layers_round_trip_through_config_and_saving(layer, tmp_path):
     clone = type(layer).from_config(layer.get_config())

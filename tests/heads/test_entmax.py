@@ -1,0 +1,136 @@
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.heads.cases import HEAD_LOGITS, SEQUENCE_LOGITS, SEQUENCE_TARGETS
+from tfscones.heads import entmax
+from tfscones.ops.entmax import entmax_bisect
+
+
+@pytest.mark.parametrize("alpha", [2.0, 1.5, 1.3])
+def test_entmax_head_scores_are_minus_infinity_exactly_at_zero_probability(alpha):
+    head = entmax.EntmaxHead(alpha)
+    probabilities = head.probabilities(HEAD_LOGITS).numpy()
+    scores = head.log_scores(HEAD_LOGITS).numpy()
+    assert (probabilities == 0).any()
+    np.testing.assert_array_equal(np.isneginf(scores), probabilities == 0)
+    finite = probabilities > 0
+    np.testing.assert_allclose(scores[finite], np.log(probabilities[finite]), atol=1e-5)
+
+
+def tsallis(p, alpha):
+    p = np.asarray(p, np.float64)
+    return (1.0 - np.sum(p[p > 0] ** alpha)) / (alpha * (alpha - 1.0))
+
+
+def test_sparsemax_loss_matches_hand_computed_values():
+    # z = (2, 1, -1): sparsemax is (1, 0, 0) with τ = 1. For gold y = 1 the classic form
+    # -z_y + ½ Σ_{j∈S} (z_j² - τ²) + ½ gives -1 + ½(4 - 1) + ½ = 1.
+    logits = np.array([[2.0, 1.0, -1.0]], np.float32)
+    assert float(entmax.SparsemaxLoss()(np.array([1]), logits)) == pytest.approx(1.0)
+    # With ε = 0.3, q = (0.1, 0.8, 0.1): (p - q)·z = 2 - 0.9 and H_2(q) = (1 - 0.66) / 2.
+    smoothed = entmax.SparsemaxLoss(label_smoothing=0.3)(np.array([1]), logits)
+    assert float(smoothed) == pytest.approx(1.1 - 0.17, abs=1e-6)
+
+
+def test_entmax15_loss_matches_hand_computed_values():
+    logits = np.array([[1.0, 0.0, -10.0]], np.float32)
+    tau = (1.0 - np.sqrt(7.0)) / 4.0
+    p = np.array([(0.5 - tau) ** 2, tau**2, 0.0])
+    for gold, smoothing in [(0, 0.0), (1, 0.0), (2, 0.2)]:
+        q = np.full(3, smoothing / 3)
+        q[gold] += 1.0 - smoothing
+        expected = (p - q) @ logits[0] + tsallis(p, 1.5) - tsallis(q, 1.5)
+        loss = entmax.EntmaxLoss(alpha=1.5, label_smoothing=smoothing)
+        assert float(loss(np.array([gold]), logits)) == pytest.approx(expected, abs=1e-5)
+
+
+def test_entmax_bisection_loss_matches_sort_based_losses():
+    for alpha, reference in [(1.5, entmax.EntmaxLoss(1.5)), (2.0, entmax.SparsemaxLoss())]:
+        # A bisection-only α that is 1.5 or 2 up to rounding exercises the bisection path.
+        bisect = entmax.EntmaxLoss(alpha=alpha + 1e-9, n_iter=80)
+        np.testing.assert_allclose(
+            bisect(SEQUENCE_TARGETS, SEQUENCE_LOGITS),
+            reference(SEQUENCE_TARGETS, SEQUENCE_LOGITS),
+            rtol=1e-4,
+        )
+
+
+@pytest.mark.parametrize("alpha, smoothing", [(1.5, 0.0), (2.0, 0.2), (1.3, 0.1)])
+def test_fenchel_young_gradient_is_p_minus_q(alpha, smoothing):
+    logits = tf.constant(SEQUENCE_LOGITS[1, 0][None])
+    gold = int(SEQUENCE_TARGETS[1, 0])
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        value = entmax.EntmaxLoss(alpha, smoothing, n_iter=60)(np.array([gold]), logits)
+    q = np.full(6, smoothing / 6)
+    q[gold] += 1 - smoothing
+    expected = entmax_bisect(logits, alpha, n_iter=60).numpy() - q
+    np.testing.assert_allclose(tape.gradient(value, logits), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 1.25])
+@pytest.mark.parametrize("scale", [10.0, 0.01], ids=["partial-sort", "full-fallback"])
+def test_entmax_loss_on_long_vocabularies_equals_the_definition(alpha, scale):
+    logits = tf.constant(np.random.default_rng(3).normal(size=(2, 3, 300)) * scale, tf.float32)
+    targets = np.array([[5, 7, 0], [299, 1, 2]])
+    smoothing = 0.1
+    p = entmax_bisect(logits, alpha, n_iter=80, top_k=None).numpy().astype(np.float64)
+    q = np.full(p.shape, smoothing / 300)
+    np.put_along_axis(q, targets[..., None], 1 - smoothing + smoothing / 300, axis=-1)
+
+    def tsallis(distribution):
+        return (1 - (distribution**alpha).sum(-1)) / (alpha * (alpha - 1))
+
+    z = logits.numpy().astype(np.float64)
+    per_token = ((p - q) * z).sum(-1) + tsallis(p) - tsallis(q)
+    loss = entmax.EntmaxLoss(alpha=alpha, label_smoothing=smoothing, n_iter=80)
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        value = loss(targets, logits)
+    np.testing.assert_allclose(value, per_token[targets != 0].mean(), rtol=1e-4, atol=1e-5)
+    expected_gradient = (p - q) * (targets != 0)[..., None] / (targets != 0).sum()
+    np.testing.assert_allclose(tape.gradient(value, logits), expected_gradient, atol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 1.25])
+def test_entmax_loss_with_masked_logits_is_the_loss_over_the_other_tokens(alpha):
+    logits = tf.constant([[1.0, -math.inf, 0.5, 2.0, -math.inf], [0.3, 0.1, -math.inf, 0.2, 0.0]])
+    kept = [[0, 2, 3], [0, 1, 3, 4]]
+    targets = tf.constant([3, 1])
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss = entmax.entmax_token_loss(targets, logits, alpha)
+    gradient = tape.gradient(loss, logits).numpy()
+    for row, columns in enumerate(kept):
+        sub_target = tf.constant([columns.index(int(targets[row]))])
+        sub_logits = tf.gather(logits[row : row + 1], columns, axis=1)
+        expected = entmax.entmax_token_loss(sub_target, sub_logits, alpha)
+        np.testing.assert_allclose(loss[row], expected[0], rtol=1e-5)
+    assert np.all(np.isfinite(gradient)) and gradient[0, 1] == 0 and gradient[1, 2] == 0
+
+
+def test_entmax_loss_is_infinite_for_a_masked_gold_token_or_smoothing_onto_one():
+    logits = tf.constant([[1.0, -math.inf, 0.5], [1.0, -math.inf, 0.5]])
+    loss = entmax.entmax_token_loss(tf.constant([1, 0]), logits, 1.5)
+    assert loss[0] == math.inf and np.isfinite(loss[1])
+    smoothed = entmax.entmax_token_loss(tf.constant([1, 0]), logits, 1.5, label_smoothing=0.1)
+    assert np.all(smoothed == math.inf)
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan])
+def test_entmax_loss_refuses_positive_infinite_and_nan_logits(bad):
+    logits = tf.constant([[1.0, bad, 0.5]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="got \\+inf or NaN"):
+        entmax.SparsemaxLoss()(tf.constant([[0]]), logits[:, tf.newaxis, :])
+    xla = tf.function(lambda z: entmax.entmax_token_loss(tf.constant([0]), z), jit_compile=True)
+    assert np.isnan(xla(logits).numpy()[0])  # XLA drops the assert: NaN, never a finite value
+
+
+def test_entmax_support_size_counts_non_zero_probabilities():
+    logits = np.array([[[2.0, 1.0, -1.0], [0.5, 0.3, 0.1]], [[0.0, 0.0, 0.0], [9.0, 0.0, 0.0]]])
+    metric = entmax.EntmaxSupportSize(alpha=2.0)
+    metric.update_state(np.array([[1, 2], [1, 0]]), logits)  # sparsemax supports 1, 3, 3; pad
+    assert float(metric.result()) == pytest.approx(7 / 3)

@@ -1,0 +1,229 @@
+"""The entmax head: sparse α-entmax probabilities, trained with Fenchel-Young losses.
+
+α-entmax (Peters & Martins 2021, eq. 4; α = 2 is sparsemax, α = 1.5 entmax-1.5) gives tokens
+below a threshold exactly zero probability. This module holds the head, its Fenchel-Young losses
+with Fenchel-Young label smoothing (eq. 7, 10-13) and the support-size metric; the mappings
+themselves are in `tfscones.ops.entmax`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+from tfscones.data.vocab_ids import PAD_ID
+from tfscones.heads.base import OutputHead, as_float32
+from tfscones.heads.loss_base import TokenLoss, TokenMean, add_at_targets, gold_logits
+from tfscones.ops import entmax as entmax_ops
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class EntmaxHead(OutputHead):
+    """A sparse head: α-entmax probabilities with exact zeros (α = 2 sparsemax, 1.5 entmax-1.5).
+
+    Zero-probability tokens score -inf, so no decoder ever extends a hypothesis with them.
+    Its loss is `EntmaxLoss` with the head's α (`SparsemaxLoss` at α = 2), which takes
+    `label_smoothing`; its metric is `EntmaxSupportSize`.
+
+    Args:
+        alpha: Entmax α > 1.
+        n_iter: Bisection steps for α other than 1.5 and 2.
+
+    Example:
+    >>> EntmaxHead(alpha=2.0).log_scores(tf.constant([2.0, 1.0, -1.0])).numpy()
+    array([  0., -inf, -inf], dtype=float32)
+    """
+
+    name = "entmax"
+
+    def __init__(self, alpha: float = 1.5, n_iter: int = 50):
+        self.alpha = entmax_ops.validate_entmax_alpha(alpha)
+        self.n_iter = int(n_iter)
+
+    def probabilities(self, logits):
+        return entmax_ops.entmax(as_float32(logits), self.alpha, self.n_iter)
+
+    def log_scores(self, logits):
+        return tf.math.log(self.probabilities(logits))
+
+    def build_loss(self, **kwargs):
+        if self.alpha == 2.0:
+            return SparsemaxLoss(**kwargs)
+        return EntmaxLoss(alpha=self.alpha, n_iter=self.n_iter, **kwargs)
+
+    def metrics(self):
+        return [EntmaxSupportSize(alpha=self.alpha, n_iter=self.n_iter)]
+
+    def get_config(self):
+        return {"alpha": self.alpha, "n_iter": self.n_iter}
+
+
+def _smoothed_target_entropy(vocab_size: tf.Tensor, alpha: float, epsilon: float) -> tf.Tensor:
+    """H_α(q) = (1 - Σ q^α)/(α(α-1)) of q = (1-ε)e_y + ε/|V| (Peters & Martins 2021, eq. 6, 10)."""
+    vocab_size = tf.cast(vocab_size, tf.float32)
+    uniform = epsilon / vocab_size
+    power_sum = tf.pow(1.0 - epsilon + uniform, alpha) + (vocab_size - 1.0) * tf.pow(uniform, alpha)
+    return (1.0 - power_sum) / (alpha * (alpha - 1.0))
+
+
+def entmax_token_loss(
+    targets: tf.Tensor,
+    logits: tf.Tensor,
+    alpha: float = 1.5,
+    label_smoothing: float = 0.0,
+    n_iter: int = 50,
+) -> tf.Tensor:
+    """Per-token Fenchel-Young α-entmax loss with Fenchel-Young label smoothing.
+
+    L(z; q) = (p* - q)·z + H_α(p*) - H_α(q) with p* = entmax_α(z) (Peters & Martins 2021,
+    eq. 7 with the Tsallis regulariser of eq. 6), and q = (1-ε) e_y + ε/|V| (eq. 10). The
+    forward pass needs only τ, p*·z and Σ p*^α, which `tfscones.ops.entmax.entmax_statistics`
+    takes from the largest logits; the gradient p* - q (eq. 9, 13) is formed in the backward
+    pass from τ.
+
+    Args:
+        targets: int32 gold ids `[...]`.
+        logits: float32 logits `[..., V]`.
+        alpha: Entmax α > 1 (2 is sparsemax).
+        label_smoothing: ε in [0, 1].
+        n_iter: Bisection steps for α ∉ {1.5, 2}.
+
+    Masked logits (-inf) are tokens the model rules out: they get probability 0 and the loss is
+    that over the other tokens; it is +inf if the gold token is masked or if label smoothing puts
+    mass on a masked one, as the equations give. +inf and NaN logits are refused (an
+    `InvalidArgumentError` in eager and graph mode; NaN losses under XLA, which drops asserts).
+
+    Returns:
+        float32 per-token losses `[...]`, non-negative.
+    """
+    vocab_size = tf.shape(logits)[-1]
+    logits, masked, invalid = _entmax_ready_logits(logits, alpha)
+
+    @tf.custom_gradient
+    def loss_and_gradient(z):
+        tau, p_dot_z, power_sum = entmax_ops.entmax_statistics(z, alpha, n_iter)
+        target_dot_z = (1.0 - label_smoothing) * gold_logits(targets, z)
+        if label_smoothing > 0.0:
+            target_dot_z += label_smoothing * tf.reduce_mean(z, axis=-1)
+        model_entropy = (1.0 - power_sum[..., 0]) / (alpha * (alpha - 1.0))
+        target_entropy = _smoothed_target_entropy(vocab_size, alpha, label_smoothing)
+
+        def grad(upstream):
+            uniform = label_smoothing / tf.cast(vocab_size, z.dtype)
+            probabilities = entmax_ops.probabilities_from_threshold(z, tau, alpha)
+            if label_smoothing > 0.0:
+                probabilities -= uniform
+            gradient = upstream[..., tf.newaxis] * probabilities
+            return add_at_targets(gradient, targets, -(1.0 - label_smoothing) * upstream)
+
+        loss = p_dot_z[..., 0] - target_dot_z + model_entropy - target_entropy
+        return loss, grad
+
+    loss = loss_and_gradient(logits)
+    infinite = gold_logits(targets, tf.cast(masked, tf.float32)) > 0.0
+    if label_smoothing > 0.0:
+        infinite |= tf.reduce_any(masked, axis=-1)
+    loss = tf.where(infinite, tf.constant(math.inf), loss)
+    return tf.where(invalid, tf.constant(math.nan), loss)
+
+
+def _entmax_ready_logits(logits: tf.Tensor, alpha: float):
+    """Logits with each -inf replaced by a finite value that α-entmax gives probability 0.
+
+    A probability p_i = [(α-1) z_i - τ]_+^(1/(α-1)) ≤ 1 makes τ ≥ (α-1) max z - 1, so any
+    z_i < max z - 1/(α-1) gets p_i = 0; the replacement lies 1 + 1/(α-1) below the row's
+    largest finite logit, which keeps every sum finite.
+
+    Returns:
+        `(logits, masked, invalid)`: the logits to compute with, where they were -inf, and the
+        rows holding +inf or NaN (asserted against outside XLA).
+    """
+    masked = tf.equal(logits, -math.inf)
+    invalid = tf.reduce_any(tf.math.is_nan(logits) | tf.equal(logits, math.inf), axis=-1)
+    message = "entmax losses need finite or -inf (masked) logits; got +inf or NaN"
+    with tf.control_dependencies([tf.debugging.Assert(~tf.reduce_any(invalid), [message])]):
+        finite_max = tf.reduce_max(tf.where(masked, tf.float32.min, logits), -1, keepdims=True)
+    finite_max = tf.where(tf.equal(finite_max, tf.float32.min), 0.0, finite_max)
+    replacement = tf.stop_gradient(finite_max) - (1.0 + 1.0 / (alpha - 1.0))
+    return tf.where(masked, replacement, logits), masked, invalid
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class EntmaxLoss(TokenLoss):
+    """Fenchel-Young α-entmax loss for entmax heads (Peters & Martins 2021, eq. 7, 10-13).
+
+    Args:
+        alpha: Entmax α > 1 (1.5 by default; 2 is sparsemax).
+        label_smoothing: Fenchel-Young label smoothing ε in [0, 1] (eq. 10).
+        n_iter: Bisection steps for α other than 1.5 and 2.
+        pad_id: Target id masked out of sequence losses; None masks nothing.
+        **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
+
+    Example:
+    >>> loss = EntmaxLoss(alpha=1.5, label_smoothing=0.1)
+    >>> model.compile(optimizer="adam", loss=loss)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        alpha: float = 1.5,
+        label_smoothing: float = 0.0,
+        n_iter: int = 50,
+        pad_id=PAD_ID,
+        **kwargs,
+    ):
+        kwargs.setdefault("name", "entmax_loss")
+        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
+        self.alpha = entmax_ops.validate_entmax_alpha(alpha)
+        self.n_iter = int(n_iter)
+
+    def per_token_loss(self, targets, logits):
+        return entmax_token_loss(targets, logits, self.alpha, self.label_smoothing, self.n_iter)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha, "n_iter": self.n_iter}
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class SparsemaxLoss(EntmaxLoss):
+    """Fenchel-Young sparsemax loss: `EntmaxLoss` with α = 2.
+
+    Args:
+        label_smoothing: Fenchel-Young label smoothing ε in [0, 1].
+        pad_id: Target id masked out of sequence losses; None masks nothing.
+        **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
+    """
+
+    def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
+        kwargs.pop("alpha", None)
+        kwargs.pop("n_iter", None)
+        kwargs.setdefault("name", "sparsemax_loss")
+        super().__init__(alpha=2.0, label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class EntmaxSupportSize(TokenMean):
+    """Mean number of tokens with non-zero α-entmax probability (Peters & Martins 2021, Table 5).
+
+    Args:
+        alpha: Entmax α > 1 of the head.
+        n_iter: Bisection steps for α other than 1.5 and 2.
+        pad_id: Target id to ignore; None ignores nothing.
+        **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
+    """
+
+    def __init__(self, alpha: float = 1.5, n_iter: int = 50, pad_id=PAD_ID, **kwargs):
+        kwargs.setdefault("name", "entmax_support_size")
+        super().__init__(pad_id=pad_id, **kwargs)
+        self.alpha = entmax_ops.validate_entmax_alpha(alpha)
+        self.n_iter = int(n_iter)
+
+    def per_token_value(self, targets, logits):
+        del targets
+        probabilities = entmax_ops.entmax_forward(logits, self.alpha, self.n_iter)
+        return tf.reduce_sum(tf.cast(probabilities > 0, tf.float32), axis=-1)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha, "n_iter": self.n_iter}

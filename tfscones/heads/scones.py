@@ -1,0 +1,207 @@
+"""The SCONES head: every token its own binary classifier, trained with the SCONES loss.
+
+Stahlberg & Kumar 2022 replace the softmax by one sigmoid per vocabulary entry, P(z=1 | x, y<i·w)
+= σ(z_w) (eq. 4), and train it with the SCONES loss L+ + α L- (eq. 5-8, with label smoothing
+eq. 11-12). This module holds the head, the loss and the metrics that show its two terms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+from tfscones.data.vocab_ids import PAD_ID
+from tfscones.heads.base import OutputHead, as_float32
+from tfscones.heads.loss_base import (
+    TokenLoss,
+    TokenMean,
+    add_at_targets,
+    gold_logits,
+    validate_label_smoothing,
+)
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class SigmoidHead(OutputHead):
+    """The SCONES head: every token its own binary classifier, P(z=1 | x, y<i·w) = σ(z_w).
+
+    The probabilities are not normalised, so two valid continuations can both score near 1
+    (Stahlberg & Kumar 2022, eq. 4). Search scores are log σ(z) = -softplus(-z), exact for any
+    logit.
+
+    The output bias starts at -log|V| (each token's prior probability about 1/|V|), so that
+    training does not begin by pushing |V| logits from σ = 1/2 down (|V| ln 2 of negative loss).
+
+    Its loss is `SconesLoss` (`alpha`, `label_smoothing`); its metrics are the loss's two terms,
+    `SconesPositiveTerm` and `SconesNegativeTerm`.
+
+    Example:
+    >>> SigmoidHead().probabilities(tf.constant([0.0, 100.0])).numpy()
+    array([0.5, 1. ], dtype=float32)
+    """
+
+    name = "sigmoid"
+    loss_arguments = ("alpha", "label_smoothing", "pad_id")
+
+    def probabilities(self, logits):
+        return tf.sigmoid(as_float32(logits))
+
+    def log_scores(self, logits):
+        return -tf.nn.softplus(-as_float32(logits))
+
+    def build_loss(self, **kwargs):
+        return SconesLoss(**kwargs)
+
+    def metrics(self):
+        return [SconesPositiveTerm(), SconesNegativeTerm()]
+
+    def output_bias_initializer(self, vocab_size):
+        return keras.initializers.Constant(-math.log(vocab_size))
+
+
+def scones_terms(
+    targets: tf.Tensor, logits: tf.Tensor, label_smoothing: float = 0.0
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """The positive and negative SCONES terms per token (eq. 7-8, with label smoothing eq. 11-12).
+
+    With sp = softplus, -log σ(z) = sp(-z) = sp(z) - z and -log(1 - σ(z)) = sp(z), so
+
+        L+ = (1-λ) sp(-z_y) + λ sp(z_y)           = sp(z_y) - (1-λ) z_y
+        L- = Σ_{w≠y} (1-λ) sp(z_w) + λ sp(-z_w)   = Σ_w [sp(z_w) - λ z_w] - sp(z_y) + λ z_y
+
+    One softplus pass over the vocabulary suffices, and it is exact for any |z| (no 1e-30 clamp
+    as in the JAX listing of Stahlberg & Kumar 2022, Fig. 10).
+
+    Args:
+        targets: int32 gold ids `[...]`.
+        logits: float32 logits `[..., V]`.
+        label_smoothing: λ in [0, 1].
+
+    Returns:
+        `(L+, L-)`, float32 tensors `[...]`.
+    """
+    all_negative = tf.reduce_sum(tf.nn.softplus(logits), axis=-1)
+    if label_smoothing > 0.0:
+        all_negative -= label_smoothing * tf.reduce_sum(logits, axis=-1)
+    gold_logit = gold_logits(targets, logits)
+    gold_softplus = tf.nn.softplus(gold_logit)
+    positive = gold_softplus - (1.0 - label_smoothing) * gold_logit
+    negative = all_negative - gold_softplus + label_smoothing * gold_logit
+    return positive, negative
+
+
+def scones_token_loss(
+    targets: tf.Tensor, logits: tf.Tensor, alpha: float = 1.0, label_smoothing: float = 0.0
+) -> tf.Tensor:
+    """Per-token SCONES loss L+ + α L- (eq. 6), with the terms of `scones_terms`.
+
+    The gradient is written out, ∂L/∂z_w = α(σ(z_w) - λ) for w ≠ y and σ(z_y) - (1-λ) at the
+    gold token, so the backward pass is one sigmoid over the logits and no activation of the
+    vocabulary size is kept between the passes.
+
+    Args:
+        targets: int32 gold ids `[...]`.
+        logits: float32 logits `[..., V]`.
+        alpha: The scaling factor α > 0 of the negative term.
+        label_smoothing: λ in [0, 1].
+
+    Returns:
+        float32 per-token losses `[...]`.
+    """
+
+    @tf.custom_gradient
+    def loss_and_gradient(z):
+        positive, negative = scones_terms(targets, z, label_smoothing)
+
+        def grad(upstream):
+            sigmoid = tf.sigmoid(z)
+            if label_smoothing > 0.0:
+                sigmoid -= label_smoothing
+            gradient = (alpha * upstream[..., tf.newaxis]) * sigmoid
+            gold_sigmoid = tf.sigmoid(gold_logits(targets, z))
+            gold_correction = upstream * (
+                (1.0 - alpha) * gold_sigmoid - (1.0 - label_smoothing) + alpha * label_smoothing
+            )
+            return add_at_targets(gradient, targets, gold_correction)
+
+        return positive + alpha * negative, grad
+
+    return loss_and_gradient(logits)
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class SconesLoss(TokenLoss):
+    """The SCONES loss for sigmoid output heads (Stahlberg & Kumar 2022, eq. 5-8, 11-12).
+
+    Each vocabulary entry is its own binary classifier: the gold token is pushed up (L+), all
+    others down (L-), weighted by α. Small α lets several tokens score high at once.
+
+    Args:
+        alpha: Weight α > 0 of the negative term L- (the paper tunes α ∈ [0.2, 1]).
+        label_smoothing: λ in [0, 1] (eq. 11-12); the paper uses 0.
+        pad_id: Target id masked out of sequence losses; None masks nothing.
+        **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
+
+    Example:
+    >>> model.compile(optimizer="adam", loss=SconesLoss(alpha=0.5))  # doctest: +SKIP
+    """
+
+    def __init__(self, alpha: float = 1.0, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
+        kwargs.setdefault("name", "scones_loss")
+        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
+        alpha = float(alpha)
+        if not alpha > 0.0:
+            raise ValueError(f"SCONES alpha must be > 0 (got {alpha}); the paper uses 0.2 to 1.")
+        self.alpha = alpha
+
+    def per_token_loss(self, targets, logits):
+        return scones_token_loss(targets, logits, self.alpha, self.label_smoothing)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha}
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class SconesPositiveTerm(TokenMean):
+    """Mean SCONES L+ per token (eq. 7, or eq. 11 with label smoothing): -log σ(z_gold).
+
+    Args:
+        label_smoothing: λ in [0, 1], as in the loss.
+        pad_id: Target id to ignore; None ignores nothing.
+        **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
+
+    Example:
+    >>> model.compile(loss=SconesLoss(alpha=0.5),  # doctest: +SKIP
+    ...               metrics=[SconesPositiveTerm(), SconesNegativeTerm()])
+    """
+
+    def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
+        kwargs.setdefault("name", "scones_positive")
+        super().__init__(pad_id=pad_id, **kwargs)
+        self.label_smoothing = validate_label_smoothing(label_smoothing)
+
+    def per_token_value(self, targets, logits):
+        return scones_terms(targets, logits, self.label_smoothing)[0]
+
+    def get_config(self):
+        return {**super().get_config(), "label_smoothing": self.label_smoothing}
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class SconesNegativeTerm(SconesPositiveTerm):
+    """Mean SCONES L- per token (eq. 8, or eq. 12): Σ_{w≠gold} -log(1 - σ(z_w)), before α.
+
+    Args:
+        label_smoothing: λ in [0, 1], as in the loss.
+        pad_id: Target id to ignore; None ignores nothing.
+        **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
+    """
+
+    def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
+        kwargs.setdefault("name", "scones_negative")
+        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
+
+    def per_token_value(self, targets, logits):
+        return scones_terms(targets, logits, self.label_smoothing)[1]

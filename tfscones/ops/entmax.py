@@ -1,0 +1,418 @@
+"""Sparse probability mappings: sparsemax, entmax-1.5 and α-entmax by bisection.
+
+α-entmax (Peters et al. 2019; Peters & Martins 2021, eq. 4) maps logits z to the simplex:
+
+    entmax_α(z)_i = [(α - 1) z_i - τ]_+ ^ (1 / (α - 1)),
+
+with τ the unique threshold that makes the output sum to one. α = 2 is sparsemax, α = 1.5 is
+entmax-1.5, and α → 1 recovers softmax. Tokens below the threshold get exactly zero probability.
+
+All functions act on the last axis, compute in float32 whatever the input dtype (float16 and
+bfloat16 inputs are upcast, and the result is cast back), and have closed-form gradients
+(Peters et al. 2019, §3.3): with p the output and s = p^(2-α) on the support (0 elsewhere),
+
+    ∂L/∂z = s ⊙ g - (Σ s ⊙ g / Σ s) s,        g = ∂L/∂p,
+
+so no gradient ever flows through the sort or the bisection loop.
+
+Sorting (or bisecting over) the full vocabulary is the costly step. When the last axis is longer
+than `top_k`, the thresholds are first computed from the `top_k` largest logits only
+(`tf.math.top_k`); this is exact whenever every row's support is smaller than `top_k`, and the
+whole batch falls back to all logits otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+DEFAULT_TOP_K = 128
+"""Logits sorted by the partial-sort path before falling back to a full sort."""
+
+
+def validate_entmax_alpha(alpha: float) -> float:
+    """Checks that α selects a sparse entmax mapping.
+
+    Args:
+        alpha: The entmax α.
+
+    Returns:
+        α as a Python float.
+
+    Raises:
+        ValueError: If α is not a finite number greater than 1.
+    """
+    alpha = float(alpha)
+    if not math.isfinite(alpha) or alpha <= 1.0:
+        raise ValueError(
+            f"entmax alpha must be a finite number > 1 (got {alpha}); alpha = 2 is sparsemax, "
+            "alpha = 1.5 is entmax-1.5, and alpha -> 1 is softmax: use tf.nn.softmax or "
+            "SoftmaxHead for that."
+        )
+    return alpha
+
+
+def _as_float32(logits: tf.Tensor) -> tf.Tensor:
+    return tf.cast(logits, tf.float32) if logits.dtype != tf.float32 else logits
+
+
+def _is_sort_based(alpha: float) -> bool:
+    return alpha in (1.5, 2.0)
+
+
+def _sparsemax_threshold(z_sorted: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Sparsemax threshold τ and support size from descending-sorted logits.
+
+    The support is {j : 1 + j z_(j) > Σ_{i≤j} z_(i)} (Martins & Astudillo 2016, eq. 5-6) and
+    τ = (Σ_{i≤k} z_(i) - 1) / k for the support size k.
+    """
+    ranks = tf.range(1, tf.shape(z_sorted)[-1] + 1, dtype=z_sorted.dtype)
+    cumsum_minus_one = tf.cumsum(z_sorted, axis=-1) - 1.0
+    in_support = ranks * z_sorted > cumsum_minus_one
+    support_size = tf.reduce_sum(tf.cast(in_support, tf.int32), axis=-1, keepdims=True)
+    tau = tf.gather(cumsum_minus_one, support_size - 1, batch_dims=z_sorted.shape.rank - 1)
+    return tau / tf.cast(support_size, z_sorted.dtype), support_size
+
+
+def _entmax15_threshold(halved_sorted: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Entmax-1.5 threshold τ and support size from descending-sorted halved logits z/2.
+
+    Exact sort-based algorithm of Peters et al. (2019, Alg. 2): for each candidate support size
+    k, τ_k = mean_k - sqrt((1 - k·var_k) / k) solves Σ_{i≤k} (z_(i)/2 - τ)² = 1, and the support
+    is the largest k with τ_k ≤ z_(k)/2. Computed relative to the largest value for precision.
+    """
+    shift = halved_sorted[..., :1]
+    shifted = halved_sorted - shift
+    ranks = tf.range(1, tf.shape(shifted)[-1] + 1, dtype=shifted.dtype)
+    mean = tf.cumsum(shifted, axis=-1) / ranks
+    mean_of_squares = tf.cumsum(tf.square(shifted), axis=-1) / ranks
+    scaled_variance = ranks * (mean_of_squares - tf.square(mean))
+    delta = tf.nn.relu((1.0 - scaled_variance) / ranks)
+    tau_candidates = mean - tf.sqrt(delta)
+    support_size = tf.reduce_sum(tf.cast(tau_candidates <= shifted, tf.int32), -1, keepdims=True)
+    tau = tf.gather(tau_candidates, support_size - 1, batch_dims=shifted.shape.rank - 1)
+    return tau + shift, support_size
+
+
+def _bisection_threshold(scaled: tf.Tensor, alpha: float, n_iter: int):
+    """α-entmax threshold by bisection on x = (α - 1) z (any order), and the support size.
+
+    With d values, τ lies in [max(x) - 1, max(x) - (1/d)^(α-1)]: the first bound gives the
+    largest entry probability 1, the second gives every entry at most 1/d. `n_iter` halvings of
+    that bracket locate τ (the entmax package's algorithm, Blondel et al. 2019); the loop stops
+    earlier once halving no longer changes τ in float32.
+    """
+    exponent = 1.0 / (alpha - 1.0)
+    num_values = tf.cast(tf.shape(scaled)[-1], scaled.dtype)
+    tau_low = tf.reduce_max(scaled, axis=-1, keepdims=True) - 1.0
+    width = tf.broadcast_to(1.0 - tf.pow(1.0 / num_values, alpha - 1.0), tf.shape(tau_low))
+
+    def bisection_step(step, tau_low, width):
+        width = 0.5 * width
+        tau_mid = tau_low + width
+        mass = tf.reduce_sum(tf.pow(tf.nn.relu(scaled - tau_mid), exponent), -1, keepdims=True)
+        return step + 1, tf.where(mass >= 1.0, tau_mid, tau_low), width
+
+    def can_progress(step, tau_low, width):
+        return (step < n_iter) & tf.reduce_any(tau_low + 0.5 * width != tau_low)
+
+    _, tau, _ = tf.while_loop(can_progress, bisection_step, (tf.constant(0), tau_low, width))
+    support_size = tf.reduce_sum(tf.cast(scaled > tau, tf.int32), axis=-1, keepdims=True)
+    return tau, support_size
+
+
+def _threshold(values: tf.Tensor, alpha: float, n_iter: int):
+    """τ (on the scale of (α - 1) z) and support size from values sorted largest first."""
+    if alpha == 2.0:
+        return _sparsemax_threshold(values)
+    if alpha == 1.5:
+        return _entmax15_threshold(0.5 * values)
+    return _bisection_threshold((alpha - 1.0) * values, alpha, n_iter)
+
+
+def _unnormalised_from_threshold(logits, tau, alpha):
+    shifted = tf.nn.relu((alpha - 1.0) * logits - tau)
+    if alpha == 2.0:
+        return shifted
+    if alpha == 1.5:
+        return tf.square(shifted)
+    return tf.pow(shifted, 1.0 / (alpha - 1.0))
+
+
+def _power(probabilities, alpha):
+    """Σ-ready p^α for p ≥ 0, with the cheap special cases α ∈ {1.5, 2}."""
+    if alpha == 2.0:
+        return tf.square(probabilities)
+    if alpha == 1.5:
+        return probabilities * tf.sqrt(probabilities)
+    return tf.where(probabilities > 0, tf.pow(probabilities, alpha), tf.zeros_like(probabilities))
+
+
+def _support_statistics(values, alpha, n_iter):
+    """Per row: τ, Σ p_j z_j and Σ p_j^α, from values that hold every row's whole support."""
+    tau, support_size = _threshold(values, alpha, n_iter)
+    probabilities = _unnormalised_from_threshold(values, tau, alpha)
+    if not _is_sort_based(alpha):
+        probabilities /= tf.reduce_sum(probabilities, axis=-1, keepdims=True)
+    statistics = (
+        tau,
+        tf.reduce_sum(probabilities * values, axis=-1, keepdims=True),
+        tf.reduce_sum(_power(probabilities, alpha), axis=-1, keepdims=True),
+    )
+    return statistics, support_size
+
+
+def entmax_statistics(
+    logits: tf.Tensor, alpha: float, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Threshold τ, p·z and Σ p^α of α-entmax, per row, from a partial sort when it suffices.
+
+    The statistics are computed from the `top_k` largest logits of every row; that is exact
+    whenever every support is smaller than `top_k`. Otherwise the whole batch tries the
+    `8 * top_k` largest, and then all logits (sorted for α ∈ {1.5, 2}). Fenchel-Young losses
+    need nothing else in the forward pass, so they never touch the full vocabulary there.
+
+    Args:
+        logits: float32 logits `[..., V]`.
+        alpha: Entmax α > 1.
+        n_iter: Bisection steps for α ∉ {1.5, 2}.
+        top_k: Partial-sort size; None always uses all logits.
+
+    Returns:
+        `(tau, p_dot_logits, power_sum)`, each `[..., 1]`; τ is on the scale of (α - 1) z, so
+        that p = [(α - 1) z - τ]_+^(1/(α-1)) (up to normalisation for bisection).
+    """
+
+    def from_all_logits():
+        values = tf.sort(logits, direction="DESCENDING") if _is_sort_based(alpha) else logits
+        return _support_statistics(values, alpha, n_iter)[0]
+
+    def from_largest(k, otherwise):
+        def statistics():
+            largest = tf.math.top_k(logits, k=k, sorted=True).values
+            result, support_size = _support_statistics(largest, alpha, n_iter)
+            return tf.cond(tf.reduce_all(support_size < k), lambda: result, otherwise)
+
+        return statistics
+
+    vocab_size = logits.shape[-1]
+    if top_k is None or vocab_size is None:
+        return from_all_logits()
+    statistics = from_all_logits
+    for k in reversed(partial_sort_sizes(top_k, vocab_size)):
+        statistics = from_largest(k, statistics)
+    return statistics()
+
+
+def partial_sort_sizes(top_k: int, vocab_size: int) -> list[int]:
+    """The partial-sort sizes tried in turn before using all logits: k, then 8k, below |V|."""
+    return [k for k in (top_k, 8 * top_k) if k < vocab_size]
+
+
+def probabilities_from_threshold(logits: tf.Tensor, tau: tf.Tensor, alpha: float) -> tf.Tensor:
+    """α-entmax probabilities [(α - 1) z - τ]_+^(1/(α-1)) for a threshold from `entmax_statistics`.
+
+    Args:
+        logits: float32 logits `[..., V]`.
+        tau: Thresholds `[..., 1]`.
+        alpha: Entmax α > 1.
+
+    Returns:
+        Probabilities `[..., V]`; renormalised to sum to one when τ came from bisection.
+    """
+    probabilities = _unnormalised_from_threshold(logits, tau, alpha)
+    if not _is_sort_based(alpha):
+        probabilities /= tf.reduce_sum(probabilities, axis=-1, keepdims=True)
+    return probabilities
+
+
+def _entmax_backward(probabilities, upstream, alpha):
+    """Closed-form vector-Jacobian product of α-entmax (Peters et al. 2019, Prop. 2)."""
+    if alpha == 2.0:
+        weights = tf.cast(probabilities > 0, probabilities.dtype)
+    elif alpha == 1.5:
+        weights = tf.sqrt(probabilities)
+    else:
+        weights = tf.where(
+            probabilities > 0, tf.pow(probabilities, 2.0 - alpha), tf.zeros_like(probabilities)
+        )
+    weighted = weights * upstream
+    correction = tf.reduce_sum(weighted, -1, keepdims=True) / tf.reduce_sum(
+        weights, -1, keepdims=True
+    )
+    return weighted - correction * weights
+
+
+def entmax_forward(
+    logits: tf.Tensor, alpha: float, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
+) -> tf.Tensor:
+    """α-entmax of float32 logits with the fastest exact algorithm, without a custom gradient.
+
+    Sort-based for α ∈ {1.5, 2} (Peters et al. 2019, Alg. 2; Martins & Astudillo 2016),
+    bisection otherwise, both on the `top_k` largest logits when every support fits there.
+
+    Args:
+        logits: float32 logits; the mapping acts on the last axis.
+        alpha: Entmax α > 1.
+        n_iter: Bisection steps when α is neither 1.5 nor 2.
+        top_k: Partial-sort size; None always uses all logits.
+
+    Returns:
+        Probabilities on the simplex, same shape as `logits`.
+    """
+    alpha = validate_entmax_alpha(alpha)
+    tau = entmax_statistics(logits, alpha, n_iter, top_k)[0]
+    return probabilities_from_threshold(logits, tau, alpha)
+
+
+def _with_entmax_gradient(alpha, n_iter, top_k, logits):
+    """α-entmax in float32 with the closed-form gradient, returned in the input dtype."""
+    logits = tf.convert_to_tensor(logits)
+    input_dtype = logits.dtype
+
+    @tf.custom_gradient
+    def mapping(z):
+        probabilities = entmax_forward(_as_float32(z), alpha, n_iter, top_k)
+
+        def grad(upstream):
+            return tf.cast(
+                _entmax_backward(probabilities, _as_float32(upstream), alpha), input_dtype
+            )
+
+        return tf.cast(probabilities, input_dtype), grad
+
+    return mapping(logits)
+
+
+def sparsemax(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor:
+    """Sparsemax over the last axis (α-entmax with α = 2; Martins & Astudillo 2016).
+
+    Args:
+        logits: Float tensor of any rank; the mapping acts on the last axis.
+        top_k: Partial-sort size for long last axes; None always sorts fully. The result is exact
+            either way.
+
+    Returns:
+        Probabilities on the simplex, same shape and dtype as `logits`, with exact zeros.
+
+    Example:
+    >>> sparsemax(tf.constant([[2.0, 1.0, -1.0]])).numpy()
+    array([[1., 0., 0.]], dtype=float32)
+    """
+    return _with_entmax_gradient(2.0, 0, top_k, logits)
+
+
+def entmax15(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor:
+    """Entmax-1.5 over the last axis (α-entmax with α = 1.5; exact sort-based algorithm).
+
+    Args:
+        logits: Float tensor of any rank; the mapping acts on the last axis.
+        top_k: Partial-sort size for long last axes; None always sorts fully. The result is exact
+            either way.
+
+    Returns:
+        Probabilities on the simplex, same shape and dtype as `logits`, with exact zeros.
+    """
+    return _with_entmax_gradient(1.5, 0, top_k, logits)
+
+
+def entmax_bisect(
+    logits: tf.Tensor, alpha: float = 1.5, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
+) -> tf.Tensor:
+    """α-entmax over the last axis for any α > 1, by bisection on the threshold.
+
+    Args:
+        logits: Float tensor of any rank; the mapping acts on the last axis.
+        alpha: Entmax α > 1 (2 is sparsemax, 1.5 entmax-1.5; values near 1 approach softmax).
+        n_iter: Bisection steps; each halves the threshold's bracket (50 reaches float32 precision).
+        top_k: Bisect over the `top_k` largest logits when every support fits there (exact);
+            None always bisects over all logits.
+
+    Returns:
+        Probabilities on the simplex, same shape and dtype as `logits`.
+
+    Raises:
+        ValueError: If α ≤ 1 or not finite.
+    """
+    alpha = validate_entmax_alpha(alpha)
+    if _is_sort_based(alpha):
+        alpha = math.nextafter(alpha, math.inf)  # keep the bisection algorithm
+    return _with_entmax_gradient(alpha, n_iter, top_k, logits)
+
+
+def entmax(
+    logits: tf.Tensor, alpha: float, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
+) -> tf.Tensor:
+    """α-entmax with the fastest exact algorithm: sort-based for α ∈ {1.5, 2}, bisection otherwise.
+
+    Args:
+        logits: Float tensor; the mapping acts on the last axis.
+        alpha: Entmax α > 1.
+        n_iter: Bisection steps when α is neither 1.5 nor 2.
+        top_k: Partial-sort size; None always uses all logits. The result is exact either way.
+
+    Returns:
+        Probabilities on the simplex, same shape and dtype as `logits`.
+
+    Raises:
+        ValueError: If α ≤ 1 or not finite.
+    """
+    return _with_entmax_gradient(validate_entmax_alpha(alpha), n_iter, top_k, logits)
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class Entmax(keras.layers.Layer):
+    """Keras layer applying α-entmax over the last axis.
+
+    Args:
+        alpha: Entmax α > 1: 2 is sparsemax, 1.5 entmax-1.5, other values use bisection.
+        n_iter: Bisection steps for α other than 1.5 and 2.
+        **kwargs: Standard layer arguments (`name`, `dtype`, ...).
+
+    Example:
+    >>> layer = Entmax(alpha=1.5)
+    >>> layer(tf.constant([[3.0, 1.0, -2.0]])).numpy().round(3)
+    array([[1., 0., 0.]], dtype=float32)
+    """
+
+    def __init__(self, alpha: float = 1.5, n_iter: int = 50, **kwargs):
+        super().__init__(**kwargs)
+        self.alpha = validate_entmax_alpha(alpha)
+        self.n_iter = int(n_iter)
+
+    def call(self, inputs):
+        return entmax(inputs, self.alpha, self.n_iter)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha, "n_iter": self.n_iter}
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class Sparsemax(Entmax):
+    """Keras layer applying sparsemax (α-entmax with α = 2) over the last axis.
+
+    Args:
+        **kwargs: Standard layer arguments (`name`, `dtype`, ...).
+    """
+
+    def __init__(self, **kwargs):
+        kwargs.pop("alpha", None)
+        super().__init__(alpha=2.0, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="tfscones")
+class Entmax15(Entmax):
+    """Keras layer applying entmax-1.5 over the last axis.
+
+    Args:
+        **kwargs: Standard layer arguments (`name`, `dtype`, ...).
+    """
+
+    def __init__(self, **kwargs):
+        kwargs.pop("alpha", None)
+        super().__init__(alpha=1.5, **kwargs)

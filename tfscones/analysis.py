@@ -1,27 +1,11 @@
-"""Moved to `tfscones.evaluation.analysis`: this shim re-exports its public names.
+"""Deprecated: moved to `tfscones.evaluation.analysis`; kept for existing imports."""
 
-Old imports such as `from tfscones import analysis` keep working; new code imports from
-`tfscones.evaluation`.
-"""
+import sys
+import warnings
 
-from tfscones.evaluation.analysis import (
-    DEFAULT_BEAM_SIZES,
-    REFERENCE_BEAM,
-    ROWS_PER_BATCH,
-    BeamPoint,
-    ExactSearchStatistics,
-    ForcedStatistics,
-    ModelAnalysis,
-    analyze_model,
+from tfscones.evaluation import analysis as _moved
+
+warnings.warn(
+    "tfscones.analysis moved to tfscones.evaluation.analysis", DeprecationWarning, stacklevel=2
 )
-
-__all__ = [
-    "DEFAULT_BEAM_SIZES",
-    "REFERENCE_BEAM",
-    "ROWS_PER_BATCH",
-    "BeamPoint",
-    "ExactSearchStatistics",
-    "ForcedStatistics",
-    "ModelAnalysis",
-    "analyze_model",
-]
+sys.modules[__name__] = _moved

@@ -1,25 +1,13 @@
-"""Moved to `tfscones.evaluation.calibration`: this shim re-exports its public names.
+"""Deprecated: moved to `tfscones.evaluation.calibration`; kept for existing imports."""
 
-Old imports such as `from tfscones import calibration` keep working; new code imports from
-`tfscones.evaluation`.
-"""
+import sys
+import warnings
 
-from tfscones.evaluation.calibration import (
-    DEFAULT_NUM_BINS,
-    CalibrationBins,
-    ForcedDecoding,
-    calibration_bins,
-    compiled_force_decode,
-    expected_calibration_error,
-    force_decode,
+from tfscones.evaluation import calibration as _moved
+
+warnings.warn(
+    "tfscones.calibration moved to tfscones.evaluation.calibration",
+    DeprecationWarning,
+    stacklevel=2,
 )
-
-__all__ = [
-    "DEFAULT_NUM_BINS",
-    "CalibrationBins",
-    "ForcedDecoding",
-    "calibration_bins",
-    "compiled_force_decode",
-    "expected_calibration_error",
-    "force_decode",
-]
+sys.modules[__name__] = _moved

@@ -1,25 +1,11 @@
-"""Moved to `tfscones.evaluation.diversity`: this shim re-exports its public names.
+"""Deprecated: moved to `tfscones.evaluation.diversity`; kept for existing imports."""
 
-Old imports such as `from tfscones import diversity` keep working; new code imports from
-`tfscones.evaluation`.
-"""
+import sys
+import warnings
 
-from tfscones.evaluation.diversity import (
-    DiversityReport,
-    average_oracle_bleu,
-    diversity_report,
-    human_oracle_bleu,
-    human_pairwise_bleu,
-    pairwise_bleu,
-    references_covered,
+from tfscones.evaluation import diversity as _moved
+
+warnings.warn(
+    "tfscones.diversity moved to tfscones.evaluation.diversity", DeprecationWarning, stacklevel=2
 )
-
-__all__ = [
-    "DiversityReport",
-    "average_oracle_bleu",
-    "diversity_report",
-    "human_oracle_bleu",
-    "human_pairwise_bleu",
-    "pairwise_bleu",
-    "references_covered",
-]
+sys.modules[__name__] = _moved

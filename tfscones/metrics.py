@@ -1,23 +1,11 @@
-"""Moved to `tfscones.evaluation.metrics`: this shim re-exports its public names.
+"""Deprecated: moved to `tfscones.evaluation.metrics`; kept for existing imports."""
 
-Old imports such as `from tfscones import metrics` keep working; new code imports from
-`tfscones.evaluation`.
-"""
+import sys
+import warnings
 
-from tfscones.evaluation.metrics import (
-    BLEU_TOKENIZER,
-    bleu_signature,
-    chrf_signature,
-    corpus_bleu,
-    corpus_chrf,
-    sentence_bleu,
+from tfscones.evaluation import metrics as _moved
+
+warnings.warn(
+    "tfscones.metrics moved to tfscones.evaluation.metrics", DeprecationWarning, stacklevel=2
 )
-
-__all__ = [
-    "BLEU_TOKENIZER",
-    "bleu_signature",
-    "chrf_signature",
-    "corpus_bleu",
-    "corpus_chrf",
-    "sentence_bleu",
-]
+sys.modules[__name__] = _moved

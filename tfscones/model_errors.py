@@ -1,25 +1,13 @@
-"""Moved to `tfscones.evaluation.model_errors`: this shim re-exports its public names.
+"""Deprecated: moved to `tfscones.evaluation.model_errors`; kept for existing imports."""
 
-Old imports such as `from tfscones import model_errors` keep working; new code imports from
-`tfscones.evaluation`.
-"""
+import sys
+import warnings
 
-from tfscones.evaluation.model_errors import (
-    DEFAULT_TOLERANCE,
-    ScoreSummary,
-    empty_string_rate,
-    empty_translation_scores,
-    length_ratio,
-    score_summary,
-    search_error_rate,
+from tfscones.evaluation import model_errors as _moved
+
+warnings.warn(
+    "tfscones.model_errors moved to tfscones.evaluation.model_errors",
+    DeprecationWarning,
+    stacklevel=2,
 )
-
-__all__ = [
-    "DEFAULT_TOLERANCE",
-    "ScoreSummary",
-    "empty_string_rate",
-    "empty_translation_scores",
-    "length_ratio",
-    "score_summary",
-    "search_error_rate",
-]
+sys.modules[__name__] = _moved

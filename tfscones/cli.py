@@ -13,6 +13,7 @@ TensorFlow is imported without its native start-up log lines.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from tfscones.native_logs import import_tensorflow_quietly
@@ -47,4 +48,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"tfscones: unknown subcommand {name!r}\n\n{usage()}")
     import_tensorflow_quietly()
     module = importlib.import_module(f"tfscones.commands.{SUBCOMMANDS[name][0]}")
-    module.main(rest, prog=f"tfscones {name}")
+    try:
+        module.main(rest, prog=f"tfscones {name}")
+    except BrokenPipeError:
+        # The reader of our output left (`tfscones ... | head`): end quietly, as `cat` does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None

@@ -1,0 +1,101 @@
+"""The one test harness: tiny models per head, cached decoding, save-and-load round trips.
+
+Every test that needs a real model builds it here, so a change to the model's constructor or
+presets is made once:
+
+- `tiny_model`: the `tiny` preset (what the programs train), dropout off, optionally with EOS
+  made likely so that random weights end sentences early.
+- `small_model`: a hand-sized Transformer (16 wide, 2+2 layers) for model-level tests, of any
+  class (`Seq2SeqTransformer`, `LatentExpertTransformer`).
+- `model_inputs`, `stepwise_logits`: the full forward pass's inputs, and the same logits from the
+  incremental decoder one step at a time (keras-hub's test idea: cached decoding must equal the
+  full forward pass).
+- `saved_and_loaded`: a model written with `model.save` and read back with `load_model`.
+
+The fake step models of the decoder tests (tables whose optimum is known) live beside those tests
+in `tests/decoding/`.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from tfscones.data.vocab_ids import EOS_ID
+from tfscones.models import Seq2SeqTransformer, load_model
+
+
+def tiny_model(
+    vocabulary_size: int,
+    head="softmax",
+    max_sequence_length: int = 8,
+    eos_bias: float = 0.0,
+    model_class=Seq2SeqTransformer,
+    **overrides,
+):
+    """The `tiny` preset with dropout off; `eos_bias` is added to EOS's output bias."""
+    model = model_class.from_preset(
+        "tiny",
+        vocabulary_size=vocabulary_size,
+        head=head,
+        dropout=0.0,
+        max_sequence_length=max_sequence_length,
+        **overrides,
+    )
+    if eos_bias:
+        bias = model.output_projection.bias
+        bias.assign(bias.numpy() + eos_bias * np.eye(vocabulary_size)[EOS_ID])
+    return model
+
+
+def small_model(vocabulary_size: int, head="softmax", model_class=Seq2SeqTransformer, **overrides):
+    """A 16-wide Transformer, 2 encoder and 2 decoder layers, dropout off (overridable)."""
+    arguments = dict(
+        vocabulary_size=vocabulary_size,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        hidden_dim=16,
+        num_heads=2,
+        intermediate_dim=32,
+        dropout=0.0,
+        max_sequence_length=8,
+        head=head,
+    )
+    arguments.update(overrides)
+    return model_class(**arguments)
+
+
+def model_inputs(source, target_in) -> dict[str, tf.Tensor]:
+    """The `(source_ids, target_in_ids)` dict a model's `call` takes."""
+    return {
+        "source_ids": tf.constant(source, tf.int32),
+        "target_in_ids": tf.constant(target_in, tf.int32),
+    }
+
+
+def stepwise_logits(model, source, target_in, use_cross_cache=False, max_length=None) -> tf.Tensor:
+    """Logits `[batch, T, V]` of teacher forcing `target_in`, one cached decoder step at a time."""
+    source = tf.constant(source, tf.int32)
+    target_in = tf.constant(target_in, tf.int32)
+    encoder_outputs, padding_mask = model.encode(source)
+    cache = model.initial_cache(tf.shape(source)[0], max_length or target_in.shape[1])
+    cross_cache = model.cross_attention_cache(encoder_outputs) if use_cross_cache else None
+    steps = []
+    for t in range(target_in.shape[1]):
+        logits, cache = model.decode_step(
+            target_in[:, t],
+            encoder_outputs,
+            padding_mask,
+            cache,
+            t,
+            cross_attention_cache=cross_cache,
+        )
+        steps.append(logits)
+    return tf.stack(steps, axis=1)
+
+
+def saved_and_loaded(model, folder: Path):
+    """`model` saved as `folder/model.keras` and loaded back (in this process)."""
+    path = Path(folder) / "model.keras"
+    model.save(path)
+    return load_model(path)

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
+from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 
 DEFAULT_MAX_LENGTH_A = 1.5
@@ -85,7 +86,7 @@ def output_length_limits(
     Returns:
         int32 `[batch]`.
     """
-    source_lengths = tf.reduce_sum(tf.cast(tf.not_equal(source_ids, PAD_ID), tf.float32), axis=1)
+    source_lengths = tf.reduce_sum(tf.cast(padding_mask(source_ids), tf.float32), axis=1)
     limits = tf.floor(max_length_a * source_lengths + max_length_b)
     limits = tf.clip_by_value(limits, 1.0, float(max_output_length))
     return tf.cast(limits, tf.int32)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,14 +32,13 @@ import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
+from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import Search
 from tfscones.decoding.translate import compiled_search, source_ids_for_model
 
 DEFAULT_STATE_BUDGET = 1_000_000
 DEFAULT_ROWS_PER_CALL = 256
 PREFIX_LENGTH_MULTIPLE = 8
-
-_SCORERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -271,17 +269,17 @@ def _padded_prefixes(prefixes: Sequence[tuple[int, ...]]) -> tuple[tf.Tensor, tf
 
 def _prefix_scorer(model: Any):
     """The `tf.function` of the head's log scores after each prefix, made once per model."""
-    if model not in _SCORERS:
-        model_ref = weakref.ref(model)
 
+    def build(model_ref):
         @tf.function(reduce_retracing=True)
         def score(source, prefixes, lengths):
             model = model_ref()
             logits = model.next_token_logits(prefixes, lengths, *source)
             return model.head.log_scores(logits)
 
-        _SCORERS[model] = score
-    return _SCORERS[model]
+        return score
+
+    return per_model_function(model, (_prefix_scorer,), build)
 
 
 def exact_translate(

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from tfscones.data.vocab_ids import EOS_ID, PAD_ID
+from tfscones.data.preprocessing import append_eos
+from tfscones.data.vocab_ids import PAD_ID
+from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import NBest, Search
 
 SOURCE_LENGTH_MULTIPLE = 8
 GREEDY = Search()
 BEAM_4_BEST_4 = Search("beam", beam_size=4, num_hypotheses=4)
-
-_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
 
 Decoder = Callable[[Any, tf.Tensor, Search], NBest]
 
@@ -29,7 +27,10 @@ def run_search(model: Any, source_ids: tf.Tensor, search: Search) -> NBest:
 
 
 def compiled_search(
-    model: Any, search: Search = GREEDY, jit_compile: bool = False, decoder: Decoder = run_search
+    model: Any,
+    search: Search = GREEDY,
+    jit_compile: bool = False,
+    decoder: Decoder = run_search,
 ) -> tf.types.experimental.PolymorphicFunction:
     """The `tf.function` of `search.decode` for a model, made once and then reused.
 
@@ -48,12 +49,8 @@ def compiled_search(
         The function, cached for this model, search, `jit_compile` and decoder while the model
         lives.
     """
-    key = (search, bool(jit_compile), decoder)
-    functions = _COMPILED.setdefault(model, {})
-    if key not in functions:
-        # A weak reference, so that the cached function does not keep its model alive.
-        model_ref = weakref.ref(model)
 
+    def build(model_ref):
         @tf.function(
             input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
             jit_compile=jit_compile,
@@ -61,8 +58,9 @@ def compiled_search(
         def decode(source_ids):
             return decoder(model_ref(), source_ids, search)
 
-        functions[key] = decode
-    return functions[key]
+        return decode
+
+    return per_model_function(model, (compiled_search, search, bool(jit_compile), decoder), build)
 
 
 def source_ids_for_model(
@@ -71,7 +69,7 @@ def source_ids_for_model(
     """Tokenises sources as training does (pieces then EOS), truncated to `max_source_length`.
 
     A source with more than `max_source_length - 1` pieces keeps its first ones and still ends
-    with EOS, as every training source does.
+    with EOS, as every training source does (`tfscones.data.preprocessing.append_eos`).
 
     Args:
         tokenizer: A `tfscones.data.Tokenizer`.
@@ -80,10 +78,11 @@ def source_ids_for_model(
 
     Returns:
         int32 ragged `[batch, (length)]`, each row ending with EOS.
+
+    Raises:
+        ValueError: If `max_source_length` is less than 1.
     """
-    pieces = tokenizer.tokenize(sentences)[:, : max_source_length - 1]
-    eos = tf.fill([pieces.nrows(), 1], tf.constant(EOS_ID, pieces.dtype))
-    return tf.concat([pieces, eos], axis=1)
+    return append_eos(tokenizer.tokenize(sentences), max_source_length)
 
 
 def translate(

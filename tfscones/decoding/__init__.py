@@ -1,5 +1,6 @@
 """Head-aware decoders: greedy, beam, diverse beam and sampling as `tf.while_loop`s; exact search.
 
+A decoder takes any `StepModel` (`step`: encode once, step with a cache, score with the head).
 `encode_source` runs the encoder and the cross-attention projections once and bounds each
 sentence's output length; the decoders search with `model.decode_step` (eagerly, in
 `tf.function` or under XLA) and score with `model.head.log_scores`; `Search` names a strategy and
@@ -21,6 +22,7 @@ from tfscones.decoding.common import (
     max_output_length,
     output_length_limits,
 )
+from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.exact import (
     DEFAULT_STATE_BUDGET,
     ExactSearchResult,
@@ -30,6 +32,7 @@ from tfscones.decoding.exact import (
 from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
 from tfscones.decoding.search import METHODS, NBest, Search
+from tfscones.decoding.step import PrefixScoringModel, StepModel
 from tfscones.decoding.translate import (
     compiled_search,
     source_ids_for_model,
@@ -47,8 +50,10 @@ __all__ = [
     "ExactSearchResult",
     "GreedyOutput",
     "NBest",
+    "PrefixScoringModel",
     "SamplingOutput",
     "Search",
+    "StepModel",
     "beam_search",
     "compiled_search",
     "decode_step",
@@ -60,6 +65,7 @@ __all__ = [
     "length_penalty_factor",
     "max_output_length",
     "output_length_limits",
+    "per_model_function",
     "sample_decode",
     "source_ids_for_model",
     "translate",

@@ -13,21 +13,22 @@ from tfscones.data.preprocessing import append_eos
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import NBest, Search
+from tfscones.decoding.step import StepModel
 
 SOURCE_LENGTH_MULTIPLE = 8
 GREEDY = Search()
 BEAM_4_BEST_4 = Search("beam", beam_size=4, num_hypotheses=4)
 
-Decoder = Callable[[Any, tf.Tensor, Search], NBest]
+Decoder = Callable[[StepModel, tf.Tensor, Search], NBest]
 
 
-def run_search(model: Any, source_ids: tf.Tensor, search: Search) -> NBest:
+def run_search(model: StepModel, source_ids: tf.Tensor, search: Search) -> NBest:
     """The default `Decoder`: `search.decode(model, source_ids)`."""
     return search.decode(model, source_ids)
 
 
 def compiled_search(
-    model: Any,
+    model: StepModel,
     search: Search = GREEDY,
     jit_compile: bool = False,
     decoder: Decoder = run_search,
@@ -86,7 +87,7 @@ def source_ids_for_model(
 
 
 def translate(
-    model: Any,
+    model: StepModel,
     tokenizer: Any,
     sentences: Sequence[str] | tf.Tensor,
     batch_size: int = 64,
@@ -110,7 +111,8 @@ def translate(
     ```
 
     Args:
-        model: The model (a `Seq2SeqTransformer` or an object with its decoding interface).
+        model: The model, a `StepModel` (`tfscones.decoding.step`) such as a
+            `Seq2SeqTransformer`.
         tokenizer: A `tfscones.data.Tokenizer` of the model's vocabulary.
         sentences: Source sentences: a list of strings or a 1-D string tensor.
         batch_size: Sentences decoded together.
@@ -133,7 +135,7 @@ def translate(
 
 
 def translate_nbest(
-    model: Any,
+    model: StepModel,
     tokenizer: Any,
     sentences: Sequence[str] | tf.Tensor,
     batch_size: int = 64,

@@ -45,10 +45,11 @@ from tfscones.data.preprocessing import padding_mask, teacher_forcing_inputs
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.beam import BeamOutput, beam_search
+from tfscones.decoding.experts import decode_experts
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.decoding.search import Search
 from tfscones.decoding.translate import source_ids_for_model
-from tfscones.models.latent_experts import LatentExpertTransformer, decode_experts
+from tfscones.models.latent_experts import LatentExpertTransformer
 
 DEFAULT_MAX_BATCH_SIZE = 64
 CHARACTERS_PER_TOKEN = 32

@@ -4,7 +4,8 @@ A decoder takes any `StepModel` (`step`: encode once, step with a cache, score w
 `encode_source` runs the encoder and the cross-attention projections once and bounds each
 sentence's output length; the decoders search with `model.decode_step` (eagerly, in
 `tf.function` or under XLA) and score with `model.head.log_scores`; `Search` names a strategy and
-its settings; `translate` and `translate_nbest` go from strings to strings.
+its settings; `translate` and `translate_nbest` go from strings to strings; `decode_experts`
+decodes every expert of a `LatentExpertTransformer` at once.
 """
 
 from tfscones.decoding.beam import (
@@ -29,6 +30,7 @@ from tfscones.decoding.exact import (
     exact_search,
     exact_translate,
 )
+from tfscones.decoding.experts import ExpertStates, ParallelExperts, decode_experts
 from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
 from tfscones.decoding.search import METHODS, NBest, Search
@@ -48,14 +50,17 @@ __all__ = [
     "BeamOutput",
     "EncodedSource",
     "ExactSearchResult",
+    "ExpertStates",
     "GreedyOutput",
     "NBest",
+    "ParallelExperts",
     "PrefixScoringModel",
     "SamplingOutput",
     "Search",
     "StepModel",
     "beam_search",
     "compiled_search",
+    "decode_experts",
     "decode_step",
     "diverse_beam_search",
     "encode_source",

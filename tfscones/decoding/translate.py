@@ -44,7 +44,7 @@ def compiled_search(
         search: The decoding strategy.
         jit_compile: Whether to compile the function with XLA.
         decoder: How the search runs, `decoder(model, source_ids, search) -> NBest`; for
-            example `tfscones.models.decode_experts`, every expert of a latent-expert model.
+            example `tfscones.decoding.decode_experts`, every expert of a latent-expert model.
 
     Returns:
         The function, cached for this model, search, `jit_compile` and decoder while the model
@@ -155,7 +155,7 @@ def translate_nbest(
         batch_size: Sentences decoded together.
         search: The decoding strategy (default: beam search of 4, its 4 best).
         jit_compile: Whether to compile the decoder with XLA.
-        decoder: How the search runs (see `compiled_search`); `tfscones.models.decode_experts`
+        decoder: How the search runs (see `compiled_search`); `tfscones.decoding.decode_experts`
             gives every expert's hypotheses, grouped by expert.
 
     Returns:

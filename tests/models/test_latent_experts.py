@@ -7,11 +7,8 @@ import tensorflow as tf
 
 from tfscones import heads, losses
 from tfscones.decoding import Search, beam_search, greedy_decode
-from tfscones.models.latent_experts import (
-    LatentExpertTransformer,
-    ParallelExperts,
-    decode_experts,
-)
+from tfscones.decoding.experts import ParallelExperts, decode_experts
+from tfscones.models.latent_experts import LatentExpertTransformer
 
 VOCAB = 23
 SOURCE = np.array(

@@ -2,7 +2,8 @@
 
 Data flow: `read_parallel_text(...).dataset()` or `load_tfds_pairs(...)` give string pairs;
 `translation_dataset` tokenises them in graph with a `Tokenizer`, filters by length, and batches
-by tokens into `({"source_ids": ..., "target_in_ids": ...}, target_out_ids)`.
+by tokens into `({"source_ids": ..., "target_in_ids": ...}, target_out_ids)`. The sequence
+conventions (EOS appended, BOS shift, truncation, pad mask) live in `preprocessing`.
 Special ids: PAD_ID 0, EOS_ID 1, UNK_ID 2, BOS_ID 3.
 """
 
@@ -15,6 +16,7 @@ from tfscones.data.parallel_text import (
     read_parallel_text,
     read_sentence_pairs,
 )
+from tfscones.data.preprocessing import append_eos, padding_mask, teacher_forcing_inputs
 from tfscones.data.sentencepiece_vocab import SentencePieceFiles, train_sentencepiece
 from tfscones.data.tfds_pairs import load_tfds_pairs
 from tfscones.data.tokenizer import Tokenizer
@@ -31,14 +33,17 @@ __all__ = [
     "ParallelTextError",
     "SentencePieceFiles",
     "Tokenizer",
+    "append_eos",
     "batch_by_tokens",
     "default_bucket_lengths",
     "filter_by_length",
     "keep_by_length",
     "load_tfds_pairs",
     "model_example",
+    "padding_mask",
     "read_parallel_text",
     "read_sentence_pairs",
+    "teacher_forcing_inputs",
     "train_sentencepiece",
     "translation_dataset",
 ]

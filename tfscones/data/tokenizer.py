@@ -8,6 +8,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
 
+from tfscones.data.preprocessing import append_eos, padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 
@@ -96,7 +97,7 @@ class Tokenizer(tf.Module):
             scalar string, otherwise a `tf.RaggedTensor`.
         """
         ids = self.sentencepiece.tokenize(strings)
-        return _append_token(ids, EOS_ID) if add_eos else ids
+        return append_eos(ids) if add_eos else ids
 
     def detokenize(self, ids: tf.Tensor | tf.RaggedTensor) -> tf.Tensor:
         """Turns ids back into strings, as decoders and evaluation need.
@@ -114,17 +115,8 @@ class Tokenizer(tf.Module):
             ids = ids.to_tensor(default_value=PAD_ID)
         ids = tf.cast(ids, tf.int32)
         before_eos = tf.equal(tf.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=-1), 0)
-        keep = before_eos & tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, BOS_ID)
+        keep = before_eos & padding_mask(ids) & tf.not_equal(ids, BOS_ID)
         return self.sentencepiece.detokenize(tf.ragged.boolean_mask(ids, keep))
-
-
-def _append_token(ids: tf.Tensor | tf.RaggedTensor, token: int) -> tf.Tensor | tf.RaggedTensor:
-    """Appends `token` to the innermost axis of dense 1-D or ragged ids."""
-    if isinstance(ids, tf.RaggedTensor):
-        if isinstance(ids.values, tf.RaggedTensor):
-            return ids.with_values(_append_token(ids.values, token))
-        return tf.concat([ids, tf.fill([ids.nrows(), 1], tf.constant(token, ids.dtype))], axis=1)
-    return tf.concat([ids, tf.constant([token], ids.dtype)], axis=0)
 
 
 class _SharedSentencepieceModel(tf.saved_model.experimental.TrackableResource):

@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from tfscones.data.batching import batch_by_tokens, default_bucket_lengths
 from tfscones.data.length_filter import filter_by_length
+from tfscones.data.preprocessing import append_eos, teacher_forcing_inputs
 from tfscones.data.tokenizer import Tokenizer
-from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 
 
 def translation_dataset(
@@ -114,12 +114,12 @@ def model_example(
         target_pieces: 1-D int32 target piece ids.
 
     Returns:
-        `({"source_ids": source + [EOS], "target_in_ids": [BOS] + target}, target + [EOS])`.
+        `({"source_ids": source + [EOS], "target_in_ids": [BOS] + target}, target + [EOS])`:
+        the target input is the target output shifted right (`teacher_forcing_inputs`).
     """
-    eos = tf.constant([EOS_ID], tf.int32)
-    bos = tf.constant([BOS_ID], tf.int32)
+    target_out = append_eos(target_pieces)
     features = {
-        "source_ids": tf.concat([source_pieces, eos], axis=0),
-        "target_in_ids": tf.concat([bos, target_pieces], axis=0),
+        "source_ids": append_eos(source_pieces),
+        "target_in_ids": teacher_forcing_inputs(target_out),
     }
-    return features, tf.concat([target_pieces, eos], axis=0)
+    return features, target_out

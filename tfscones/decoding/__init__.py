@@ -1,9 +1,11 @@
 """Head-aware decoders: greedy, beam, diverse beam and sampling as `tf.while_loop`s; exact search.
 
+A decoder takes any `StepModel` (`step`: encode once, step with a cache, score with the head).
 `encode_source` runs the encoder and the cross-attention projections once and bounds each
 sentence's output length; the decoders search with `model.decode_step` (eagerly, in
 `tf.function` or under XLA) and score with `model.head.log_scores`; `Search` names a strategy and
-its settings; `translate` and `translate_nbest` go from strings to strings.
+its settings; `translate` and `translate_nbest` go from strings to strings; `decode_experts`
+decodes every expert of a `LatentExpertTransformer` at once.
 """
 
 from tfscones.decoding.beam import (
@@ -21,15 +23,18 @@ from tfscones.decoding.common import (
     max_output_length,
     output_length_limits,
 )
+from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.exact import (
     DEFAULT_STATE_BUDGET,
     ExactSearchResult,
     exact_search,
     exact_translate,
 )
+from tfscones.decoding.experts import ExpertStates, ParallelExperts, decode_experts
 from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
 from tfscones.decoding.search import METHODS, NBest, Search
+from tfscones.decoding.step import PrefixScoringModel, StepModel
 from tfscones.decoding.translate import (
     compiled_search,
     source_ids_for_model,
@@ -45,12 +50,17 @@ __all__ = [
     "BeamOutput",
     "EncodedSource",
     "ExactSearchResult",
+    "ExpertStates",
     "GreedyOutput",
     "NBest",
+    "ParallelExperts",
+    "PrefixScoringModel",
     "SamplingOutput",
     "Search",
+    "StepModel",
     "beam_search",
     "compiled_search",
+    "decode_experts",
     "decode_step",
     "diverse_beam_search",
     "encode_source",
@@ -60,6 +70,7 @@ __all__ = [
     "length_penalty_factor",
     "max_output_length",
     "output_length_limits",
+    "per_model_function",
     "sample_decode",
     "source_ids_for_model",
     "translate",

@@ -35,12 +35,13 @@ group of every sentence is done. Running on to the length limit (`padded=True`, 
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
+from tfscones.decoding.step import StepModel
 
 NEG_INF = float("-inf")
 
@@ -99,7 +100,7 @@ def length_penalty_factor(lengths: tf.Tensor, length_penalty: float) -> tf.Tenso
 
 
 def beam_search(
-    model: Any,
+    model: StepModel,
     source_ids: tf.Tensor,
     beam_size: int = 4,
     num_hypotheses: int = 1,
@@ -125,8 +126,7 @@ def beam_search(
     ```
 
     Args:
-        model: A `Seq2SeqTransformer`, or any object with its decoding interface (see
-            `tfscones.decoding.common`).
+        model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         beam_size: Alive hypotheses kept per sentence.
         num_hypotheses: Finished hypotheses returned per sentence, between 1 and `beam_size`.
@@ -162,7 +162,7 @@ def beam_search(
 
 
 def diverse_beam_search(
-    model: Any,
+    model: StepModel,
     source_ids: tf.Tensor,
     beam_size: int = 4,
     num_groups: int = 2,

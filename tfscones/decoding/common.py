@@ -1,6 +1,7 @@
 """What every decoder does before its search: encode once, cache the encoder, bound the lengths.
 
-A decoder needs a model with the incremental interface of `Seq2SeqTransformer`:
+A decoder needs a model with the incremental interface of `Seq2SeqTransformer`, the
+`tfscones.decoding.step.StepModel` protocol:
 `encode(source_ids) -> (encoder_outputs, source_padding_mask)`, `cross_attention_cache(...)`,
 `initial_cache(batch_size, max_length)`, `decode_step(...) -> (logits, cache)`, plus `head`
 and `max_sequence_length`. `encode_source` runs the parts that do not depend on the target and
@@ -21,11 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import tensorflow as tf
 
+from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
+from tfscones.decoding.step import StepModel
 
 DEFAULT_MAX_LENGTH_A = 1.5
 DEFAULT_MAX_LENGTH_B = 10
@@ -49,7 +52,7 @@ class EncodedSource(NamedTuple):
     max_lengths: tf.Tensor
 
 
-def max_output_length(model: Any, max_length: int | None = None) -> int:
+def max_output_length(model: StepModel, max_length: int | None = None) -> int:
     """The static number of target positions a decoder allocates (the cache's length).
 
     Args:
@@ -85,14 +88,14 @@ def output_length_limits(
     Returns:
         int32 `[batch]`.
     """
-    source_lengths = tf.reduce_sum(tf.cast(tf.not_equal(source_ids, PAD_ID), tf.float32), axis=1)
+    source_lengths = tf.reduce_sum(tf.cast(padding_mask(source_ids), tf.float32), axis=1)
     limits = tf.floor(max_length_a * source_lengths + max_length_b)
     limits = tf.clip_by_value(limits, 1.0, float(max_output_length))
     return tf.cast(limits, tf.int32)
 
 
 def encode_source(
-    model: Any,
+    model: StepModel,
     source_ids: tf.Tensor,
     max_output_length: int,
     max_length_a: float = DEFAULT_MAX_LENGTH_A,
@@ -127,7 +130,7 @@ def encode_source(
 
 
 def decode_step(
-    model: Any,
+    model: StepModel,
     source: EncodedSource,
     token_ids: tf.Tensor,
     cache: tf.Tensor,
@@ -172,7 +175,7 @@ class TokenByTokenOutput(NamedTuple):
 
 
 def decode_token_by_token(
-    model: Any,
+    model: StepModel,
     source: EncodedSource,
     width: int,
     choose: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,14 +32,14 @@ import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
+from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import Search
+from tfscones.decoding.step import PrefixScoringModel
 from tfscones.decoding.translate import compiled_search, source_ids_for_model
 
 DEFAULT_STATE_BUDGET = 1_000_000
 DEFAULT_ROWS_PER_CALL = 256
 PREFIX_LENGTH_MULTIPLE = 8
-
-_SCORERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +149,7 @@ class _SentenceSearch:
 
 
 def exact_search(
-    model: Any,
+    model: PrefixScoringModel,
     source_ids: tf.Tensor,
     state_budget: int = DEFAULT_STATE_BUDGET,
     beam_size: int = 4,
@@ -168,8 +167,8 @@ def exact_search(
     ```
 
     Args:
-        model: The model: the decoding interface of `tfscones.decoding.common` (for the
-            initial beam search) and `next_token_logits`, as `Seq2SeqTransformer` has them.
+        model: A `PrefixScoringModel` (`tfscones.decoding.step`): a `StepModel` for the initial
+            beam search, with `next_token_logits`, as `Seq2SeqTransformer` has them.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         state_budget: Most prefixes a sentence may expand before it stops (incomplete).
         beam_size: Beam of the search that gives the initial lower bound.
@@ -225,7 +224,7 @@ def exact_search(
 
 
 def _search_side_by_side(
-    model: Any,
+    model: PrefixScoringModel,
     source: tuple[tf.Tensor, tf.Tensor],
     searches: list[_SentenceSearch],
     rows_per_call: int,
@@ -269,23 +268,23 @@ def _padded_prefixes(prefixes: Sequence[tuple[int, ...]]) -> tuple[tf.Tensor, tf
     return tf.constant(padded), tf.constant(lengths)
 
 
-def _prefix_scorer(model: Any):
+def _prefix_scorer(model: PrefixScoringModel):
     """The `tf.function` of the head's log scores after each prefix, made once per model."""
-    if model not in _SCORERS:
-        model_ref = weakref.ref(model)
 
+    def build(model_ref):
         @tf.function(reduce_retracing=True)
         def score(source, prefixes, lengths):
             model = model_ref()
             logits = model.next_token_logits(prefixes, lengths, *source)
             return model.head.log_scores(logits)
 
-        _SCORERS[model] = score
-    return _SCORERS[model]
+        return score
+
+    return per_model_function(model, (_prefix_scorer,), build)
 
 
 def exact_translate(
-    model: Any,
+    model: PrefixScoringModel,
     tokenizer: Any,
     sentences: Sequence[str],
     batch_size: int = 64,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import tensorflow as tf
 
 from tfscones.decoding import common
+from tfscones.decoding.step import StepModel
 
 
 class GreedyOutput(NamedTuple):
@@ -26,7 +27,7 @@ class GreedyOutput(NamedTuple):
 
 
 def greedy_decode(
-    model: Any,
+    model: StepModel,
     source_ids: tf.Tensor,
     max_length: int | None = None,
     max_length_a: float = common.DEFAULT_MAX_LENGTH_A,
@@ -55,8 +56,7 @@ def greedy_decode(
     ```
 
     Args:
-        model: A `Seq2SeqTransformer`, or any object with its decoding interface (see
-            `tfscones.decoding.common`).
+        model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         max_length: Most tokens any sentence may produce, EOS included: the static length of the
             decoding cache and the width of `ids`. Defaults to `model.max_sequence_length`.

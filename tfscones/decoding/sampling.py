@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from tfscones.decoding import common
+from tfscones.decoding.step import StepModel
 
 _MANTISSA_BITS = 23
 
@@ -63,7 +64,7 @@ class SamplingOutput(NamedTuple):
 
 
 def sample_decode(
-    model: Any,
+    model: StepModel,
     source_ids: tf.Tensor,
     num_samples: int = 1,
     temperature: float = 1.0,
@@ -96,8 +97,7 @@ def sample_decode(
     ```
 
     Args:
-        model: A `Seq2SeqTransformer`, or any object with its decoding interface (see
-            `tfscones.decoding.common`).
+        model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         num_samples: Samples per source sentence, at least 1.
         temperature: T > 0, finite: the sampled distribution is ∝ exp(log_scores / T). Below 1

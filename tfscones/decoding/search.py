@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import tensorflow as tf
 
@@ -17,6 +17,7 @@ from tfscones.decoding import common
 from tfscones.decoding.beam import beam_search, diverse_beam_search
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.decoding.sampling import sample_decode, validate_sampling_arguments
+from tfscones.decoding.step import StepModel
 
 METHODS = ("greedy", "beam", "diverse_beam", "sample")
 
@@ -117,11 +118,11 @@ class Search:
         """Hypotheses per sentence that `decode` returns."""
         return 1 if self.method == "greedy" else self.num_hypotheses
 
-    def decode(self, model: Any, source_ids: tf.Tensor) -> NBest:
+    def decode(self, model: StepModel, source_ids: tf.Tensor) -> NBest:
         """Runs the strategy on a batch of source ids.
 
         Args:
-            model: A `Seq2SeqTransformer` or any object with its decoding interface.
+            model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
             source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
 
         Returns:

@@ -3,33 +3,35 @@
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from tfscones.data.vocab_ids import EOS_ID, PAD_ID
+from tfscones.data.preprocessing import append_eos
+from tfscones.data.vocab_ids import PAD_ID
+from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import NBest, Search
+from tfscones.decoding.step import StepModel
 
 SOURCE_LENGTH_MULTIPLE = 8
 GREEDY = Search()
 BEAM_4_BEST_4 = Search("beam", beam_size=4, num_hypotheses=4)
 
-_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+Decoder = Callable[[StepModel, tf.Tensor, Search], NBest]
 
 
-Decoder = Callable[[Any, tf.Tensor, Search], NBest]
-
-
-def run_search(model: Any, source_ids: tf.Tensor, search: Search) -> NBest:
+def run_search(model: StepModel, source_ids: tf.Tensor, search: Search) -> NBest:
     """The default `Decoder`: `search.decode(model, source_ids)`."""
     return search.decode(model, source_ids)
 
 
 def compiled_search(
-    model: Any, search: Search = GREEDY, jit_compile: bool = False, decoder: Decoder = run_search
+    model: StepModel,
+    search: Search = GREEDY,
+    jit_compile: bool = False,
+    decoder: Decoder = run_search,
 ) -> tf.types.experimental.PolymorphicFunction:
     """The `tf.function` of `search.decode` for a model, made once and then reused.
 
@@ -42,18 +44,14 @@ def compiled_search(
         search: The decoding strategy.
         jit_compile: Whether to compile the function with XLA.
         decoder: How the search runs, `decoder(model, source_ids, search) -> NBest`; for
-            example `tfscones.models.decode_experts`, every expert of a latent-expert model.
+            example `tfscones.decoding.decode_experts`, every expert of a latent-expert model.
 
     Returns:
         The function, cached for this model, search, `jit_compile` and decoder while the model
         lives.
     """
-    key = (search, bool(jit_compile), decoder)
-    functions = _COMPILED.setdefault(model, {})
-    if key not in functions:
-        # A weak reference, so that the cached function does not keep its model alive.
-        model_ref = weakref.ref(model)
 
+    def build(model_ref):
         @tf.function(
             input_signature=[tf.TensorSpec([None, None], tf.int32, name="source_ids")],
             jit_compile=jit_compile,
@@ -61,8 +59,9 @@ def compiled_search(
         def decode(source_ids):
             return decoder(model_ref(), source_ids, search)
 
-        functions[key] = decode
-    return functions[key]
+        return decode
+
+    return per_model_function(model, (compiled_search, search, bool(jit_compile), decoder), build)
 
 
 def source_ids_for_model(
@@ -71,7 +70,7 @@ def source_ids_for_model(
     """Tokenises sources as training does (pieces then EOS), truncated to `max_source_length`.
 
     A source with more than `max_source_length - 1` pieces keeps its first ones and still ends
-    with EOS, as every training source does.
+    with EOS, as every training source does (`tfscones.data.preprocessing.append_eos`).
 
     Args:
         tokenizer: A `tfscones.data.Tokenizer`.
@@ -80,14 +79,15 @@ def source_ids_for_model(
 
     Returns:
         int32 ragged `[batch, (length)]`, each row ending with EOS.
+
+    Raises:
+        ValueError: If `max_source_length` is less than 1.
     """
-    pieces = tokenizer.tokenize(sentences)[:, : max_source_length - 1]
-    eos = tf.fill([pieces.nrows(), 1], tf.constant(EOS_ID, pieces.dtype))
-    return tf.concat([pieces, eos], axis=1)
+    return append_eos(tokenizer.tokenize(sentences), max_source_length)
 
 
 def translate(
-    model: Any,
+    model: StepModel,
     tokenizer: Any,
     sentences: Sequence[str] | tf.Tensor,
     batch_size: int = 64,
@@ -111,7 +111,8 @@ def translate(
     ```
 
     Args:
-        model: The model (a `Seq2SeqTransformer` or an object with its decoding interface).
+        model: The model, a `StepModel` (`tfscones.decoding.step`) such as a
+            `Seq2SeqTransformer`.
         tokenizer: A `tfscones.data.Tokenizer` of the model's vocabulary.
         sentences: Source sentences: a list of strings or a 1-D string tensor.
         batch_size: Sentences decoded together.
@@ -134,7 +135,7 @@ def translate(
 
 
 def translate_nbest(
-    model: Any,
+    model: StepModel,
     tokenizer: Any,
     sentences: Sequence[str] | tf.Tensor,
     batch_size: int = 64,
@@ -154,7 +155,7 @@ def translate_nbest(
         batch_size: Sentences decoded together.
         search: The decoding strategy (default: beam search of 4, its 4 best).
         jit_compile: Whether to compile the decoder with XLA.
-        decoder: How the search runs (see `compiled_search`); `tfscones.models.decode_experts`
+        decoder: How the search runs (see `compiled_search`); `tfscones.decoding.decode_experts`
             gives every expert's hypotheses, grouped by expert.
 
     Returns:

@@ -29,20 +29,20 @@ forced.mean_support_size  # vocabulary size for softmax, less for entmax
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from tfscones.data.vocab_ids import BOS_ID, PAD_ID
+from tfscones.data.preprocessing import padding_mask, teacher_forcing_inputs
+from tfscones.data.vocab_ids import PAD_ID
+from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.translate import source_ids_for_model
 
 DEFAULT_NUM_BINS = 10
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
-_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,29 +276,27 @@ def compiled_force_decode(model: Any) -> tf.types.experimental.PolymorphicFuncti
     Returns:
         The function, cached while the model lives.
     """
-    if model not in _COMPILED:
-        # A weak reference, so that the cached function does not keep its model alive.
-        model_ref = weakref.ref(model)
 
+    def build(model_ref):
         @tf.function(input_signature=[_IDS, _IDS])
         def forced(source_ids, target_ids):
             return _forced_statistics(model_ref(), source_ids, target_ids)
 
-        _COMPILED[model] = forced
-    return _COMPILED[model]
+        return forced
+
+    return per_model_function(model, (_forced_statistics,), build)
 
 
 def _forced_statistics(model, source_ids, target_ids) -> dict[str, tf.Tensor | tf.RaggedTensor]:
     """Per-token statistics of one teacher-forced batch (see `compiled_force_decode`)."""
-    bos = tf.fill([tf.shape(target_ids)[0], 1], BOS_ID)
-    target_in = tf.concat([bos, target_ids[:, :-1]], axis=1)
+    target_in = teacher_forcing_inputs(target_ids)
     logits = model({"source_ids": source_ids, "target_in_ids": target_in}, training=False)
     logits = tf.cast(logits, tf.float32)
     log_scores = model.head.log_scores(logits)
     confidences = tf.minimum(tf.reduce_max(model.head.probabilities(logits), axis=-1), 1.0)
     predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
     support_sizes = tf.reduce_sum(tf.cast(log_scores > -np.inf, tf.int32), axis=-1)
-    is_token = tf.not_equal(target_ids, PAD_ID)
+    is_token = padding_mask(target_ids)
     token_scores = tf.gather(log_scores, target_ids, batch_dims=2)
     lengths = tf.reduce_sum(tf.cast(is_token, tf.int32), axis=1)
     return {

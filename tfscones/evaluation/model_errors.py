@@ -22,19 +22,18 @@ SCONES sigmoid head; entmax gives -inf to a translation with a zero-probability 
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
+from tfscones.data.preprocessing import teacher_forcing_inputs
+from tfscones.data.vocab_ids import EOS_ID, PAD_ID
+from tfscones.decoding.compiled import per_model_function
 from tfscones.evaluation.metrics import corpus_bleu
 
 DEFAULT_TOLERANCE = 1e-4
-
-_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def empty_translation_scores(
@@ -79,20 +78,20 @@ def empty_translation_scores(
 
 def _compiled_empty_scores(model: Any) -> tf.types.experimental.PolymorphicFunction:
     """The `tf.function` of `_empty_scores` for a model, made once while the model lives."""
-    if model not in _COMPILED:
-        # A weak reference, so that the cached function does not keep its model alive.
-        model_ref = weakref.ref(model)
 
+    def build(model_ref):
         @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
         def empty_scores(source_ids):
             return _empty_scores(model_ref(), source_ids)
 
-        _COMPILED[model] = empty_scores
-    return _COMPILED[model]
+        return empty_scores
+
+    return per_model_function(model, (_empty_scores,), build)
 
 
 def _empty_scores(model: Any, source_ids: tf.Tensor) -> tf.Tensor:
-    target_in = tf.fill([tf.shape(source_ids)[0], 1], BOS_ID)
+    """The head's log score of EOS after BOS: the empty translation [EOS], teacher-forced."""
+    target_in = teacher_forcing_inputs(tf.fill([tf.shape(source_ids)[0], 1], EOS_ID))
     logits = model({"source_ids": source_ids, "target_in_ids": target_in}, training=False)
     return model.head.log_scores(tf.cast(logits[:, 0], tf.float32))[:, EOS_ID]
 

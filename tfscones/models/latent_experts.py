@@ -15,23 +15,26 @@ embedding instead of BOS's. At test time each expert decodes greedily, all K in 
 last paragraph).
 
 `LatentExpertTransformer` is a `Seq2SeqTransformer` with those K embeddings and the hard-EM
-`train_step`; `model.all_experts()` wraps it for the unchanged decoders of `tfscones.decoding`
-(each source tiled K times, row `b * K + k` decoded by expert k), and `decode_experts` runs any
-`Search` that way and returns the K experts' hypotheses of every sentence.
+`train_step`. Decoding every expert is decoding's business: `tfscones.decoding.experts` wraps the
+model for the unchanged decoders (`model.all_experts()`: each source tiled K times, row `b * K + k`
+decoded by expert k), and its `decode_experts` runs any `Search` that way and returns the K
+experts' hypotheses of every sentence.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
 import keras
 import tensorflow as tf
 from keras import ops
 
-from tfscones import heads
+from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, PAD_ID
-from tfscones.decoding.search import NBest, Search
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
+
+if TYPE_CHECKING:
+    from tfscones.decoding.experts import ParallelExperts
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -156,6 +159,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
     >>> source = tf.constant([[5, 6, 1, 0]])
     >>> logits = model({"source_ids": source, "target_in_ids": tf.constant([[3, 7, 8]]),
     ...                 "expert": tf.constant([2])})
+    >>> from tfscones.decoding import decode_experts
     >>> decode_experts(model, source, max_length=4).ids.shape  # one greedy output per expert
     TensorShape([1, 3, 4])
     """
@@ -327,8 +331,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         token_losses = ops.cast(loss.call(targets, logits), "float32")
         pad_id = getattr(loss, "pad_id", PAD_ID)
         if pad_id is not None:
-            real = ops.not_equal(targets, ops.cast(pad_id, targets.dtype))
-            token_losses = ops.where(real, token_losses, 0.0)
+            token_losses = ops.where(padding_mask(targets, pad_id), token_losses, 0.0)
         sequence_losses = ops.sum(token_losses, axis=-1)
         return tf.stop_gradient(ops.reshape(sequence_losses, [batch_size, k]))
 
@@ -378,9 +381,14 @@ class LatentExpertTransformer(Seq2SeqTransformer):
     def all_experts(self) -> ParallelExperts:
         """This model as a decoder input that decodes every expert of every sentence at once.
 
+        The adapter belongs to decoding (`tfscones.decoding.experts`), imported on this call
+        only, so that importing the models does not import the decoders.
+
         Returns:
-            A `ParallelExperts` over this model.
+            A `tfscones.decoding.experts.ParallelExperts` over this model.
         """
+        from tfscones.decoding.experts import ParallelExperts
+
         return ParallelExperts(self)
 
     def get_config(self):
@@ -392,183 +400,4 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         return config
 
 
-class ExpertStates(NamedTuple):
-    """The encoder outputs of `ParallelExperts`: hidden states plus each row's expert.
-
-    Decoders tile and reorder encoder outputs with `tf.nest.map_structure` (beam search repeats
-    every row once per beam, sampling once per sample), so an expert index carried here stays
-    with its row, whatever the decoder does with rows.
-
-    Attributes:
-        states: `[rows, source_length, hidden_dim]`, the model's encoder outputs.
-        experts: int32 `[rows]`, the expert each row decodes with.
-    """
-
-    states: tf.Tensor
-    experts: tf.Tensor
-
-
-class ParallelExperts:
-    """A `LatentExpertTransformer` that decodes each row with its own expert, for any decoder.
-
-    It has the decoding interface of `Seq2SeqTransformer` (`encode`, `cross_attention_cache`,
-    `initial_cache`, `decode_step`, `head`, `max_sequence_length`), so the decoders of
-    `tfscones.decoding` run it unchanged. Its rows are sources tiled K times: row `b * K + k` of
-    `tile_sources(source_ids)` is sentence b decoded by expert k, whose embedding replaces the
-    BOS token a decoder feeds at index 0. Every decoder derives its row count and length limits
-    from the source ids it is given, so the tiling happens before the decoder is called:
-
-    ```python
-    experts = model.all_experts()
-    output = greedy_decode(experts, experts.tile_sources(source_ids))
-    ids = tf.reshape(output.ids, [batch, model.num_experts, -1])  # [b, k]: expert k's output
-    ```
-
-    Beam search gives one beam per expert and sentence the same way; `decode_experts` does the
-    tiling and reshaping for any `Search`. Rows are encoded separately, so each source is
-    encoded K times (one batched call); the decoder's work is K times a single model's anyway.
-
-    Args:
-        model: The `LatentExpertTransformer`.
-    """
-
-    def __init__(self, model: LatentExpertTransformer):
-        self.model = model
-
-    @property
-    def num_experts(self) -> int:
-        return self.model.num_experts
-
-    @property
-    def head(self) -> heads.OutputHead:
-        return self.model.head
-
-    @property
-    def max_sequence_length(self) -> int:
-        return self.model.max_sequence_length
-
-    def tile_sources(self, source_ids) -> tf.Tensor:
-        """Repeats every source K times: row `b * K + k` is source b for expert k.
-
-        Args:
-            source_ids: int `[batch, source_length]`.
-
-        Returns:
-            int32 `[batch * num_experts, source_length]`.
-        """
-        return tf.repeat(tf.convert_to_tensor(source_ids, tf.int32), self.num_experts, axis=0)
-
-    def encode(self, source_ids, training=None) -> tuple[ExpertStates, tf.Tensor]:
-        """The model's `encode` of tiled sources, with row r's expert, `r mod K`.
-
-        Args:
-            source_ids: int `[rows, source_length]` from `tile_sources`.
-            training: Whether dropout is active.
-
-        Returns:
-            `(ExpertStates, source_padding_mask)`.
-        """
-        states, padding_mask = self.model.encode(source_ids, training=training)
-        rows = tf.shape(states)[0]
-        experts = tf.math.floormod(tf.range(rows, dtype=tf.int32), self.num_experts)
-        return ExpertStates(states=states, experts=experts), padding_mask
-
-    def cross_attention_cache(self, encoder_outputs: ExpertStates) -> tf.Tensor:
-        """The model's `cross_attention_cache` of the rows' states."""
-        return self.model.cross_attention_cache(encoder_outputs.states)
-
-    def initial_cache(self, batch_size, max_length: int | None = None) -> tf.Tensor:
-        """The model's `initial_cache`."""
-        return self.model.initial_cache(batch_size, max_length)
-
-    def decode_step(
-        self,
-        token_ids,
-        encoder_outputs: ExpertStates,
-        source_padding_mask,
-        cache,
-        index,
-        cross_attention_cache=None,
-    ) -> tuple[tf.Tensor, tf.Tensor]:
-        """The model's `decode_step`, with each row's expert in place of the token at index 0.
-
-        Args:
-            token_ids: int `[rows]`, the tokens at position `index` (the decoder's BOS at 0).
-            encoder_outputs: `ExpertStates` from `encode`, tiled or reordered like the rows.
-            source_padding_mask: bool `[rows, source_length]`.
-            cache: The self-attention cache.
-            index: int scalar, the position of `token_ids`.
-            cross_attention_cache: Optional, from `cross_attention_cache`.
-
-        Returns:
-            `(logits, cache)`, as `Seq2SeqTransformer.decode_step`.
-        """
-        token_ids = tf.reshape(tf.convert_to_tensor(token_ids, tf.int32), [-1])
-        expert_ids = self.model.expert_token_id(encoder_outputs.experts)
-        token_ids = tf.where(tf.equal(index, 0), expert_ids, token_ids)
-        return self.model.decode_step(
-            token_ids,
-            encoder_outputs.states,
-            source_padding_mask,
-            cache,
-            index,
-            cross_attention_cache=cross_attention_cache,
-        )
-
-
-def decode_experts(
-    model: LatentExpertTransformer,
-    source_ids,
-    search: Search | None = None,
-    **search_settings,
-) -> NBest:
-    """Decodes every sentence with each of the K experts in one batched search (Shen et al., §3.2).
-
-    The paper's decoding is greedy search per expert (the default); any `Search` works the same
-    way (beam search per expert, sampling per expert). Hypotheses come grouped by expert, not
-    sorted by score: hypothesis `k * n + i` of a sentence is the i-th of expert k's n
-    (`n = search.output_count`; 1 for greedy).
-
-    Example:
-    ```python
-    output = decode_experts(model, source_ids)  # greedy: ids [batch, K, max_length]
-    beams = decode_experts(model, source_ids, Search("beam", beam_size=4, num_hypotheses=2))
-    beams.ids  # [batch, 2 * K, max_length]: expert 0's two best, then expert 1's, ...
-    ```
-
-    Args:
-        model: The `LatentExpertTransformer`.
-        source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
-        search: The strategy; greedy search by default.
-        **search_settings: Fields of a new `Search` (`method`, `max_length`, ...), when `search`
-            is not given.
-
-    Returns:
-        `NBest` with `num_experts * search.output_count` hypotheses per sentence.
-
-    Raises:
-        ValueError: If both `search` and `search_settings` are given.
-    """
-    if search is None:
-        search = Search(**search_settings)
-    elif search_settings:
-        raise ValueError("give either a Search or its settings, not both.")
-    experts = model.all_experts()
-    source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-    output = search.decode(experts, experts.tile_sources(source_ids))
-    count = model.num_experts * search.output_count
-    batch_size = tf.shape(source_ids)[0]
-    return NBest(
-        ids=tf.reshape(output.ids, [batch_size, count, tf.shape(output.ids)[-1]]),
-        lengths=tf.reshape(output.lengths, [batch_size, count]),
-        scores=tf.reshape(output.scores, [batch_size, count]),
-    )
-
-
-__all__ = [
-    "ExpertShare",
-    "ExpertStates",
-    "LatentExpertTransformer",
-    "ParallelExperts",
-    "decode_experts",
-]
+__all__ = ["ExpertShare", "LatentExpertTransformer"]

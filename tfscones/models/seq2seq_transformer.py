@@ -12,7 +12,7 @@ from keras import ops
 
 from tfscones import heads
 from tfscones.data.id_checks import checked_examples
-from tfscones.data.vocab_ids import PAD_ID
+from tfscones.data.preprocessing import padding_mask
 from tfscones.models.output_projection import OutputProjection
 from tfscones.models.presets import PRESETS
 
@@ -221,13 +221,13 @@ class Seq2SeqTransformer(keras.Model):
             real tokens.
         """
         source_ids = ops.convert_to_tensor(source_ids, "int32")
-        padding_mask = ops.not_equal(source_ids, PAD_ID)
+        source_padding_mask = padding_mask(source_ids)
         x = self._embed(self._source_embedding, source_ids, training=training)
         for layer in self.encoder_layers:
-            x = layer(x, padding_mask=padding_mask, training=training)
+            x = layer(x, padding_mask=source_padding_mask, training=training)
         if self.normalize_first:
             x = self.encoder_final_norm(x)
-        return x, padding_mask
+        return x, source_padding_mask
 
     def call(self, inputs, training=None):
         """Teacher-forced logits of every target position.

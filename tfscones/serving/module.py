@@ -41,13 +41,15 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
+from tfscones.data.preprocessing import padding_mask, teacher_forcing_inputs
+from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.beam import BeamOutput, beam_search
+from tfscones.decoding.experts import decode_experts
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.decoding.search import Search
 from tfscones.decoding.translate import source_ids_for_model
-from tfscones.models.latent_experts import LatentExpertTransformer, decode_experts
+from tfscones.models.latent_experts import LatentExpertTransformer
 
 DEFAULT_MAX_BATCH_SIZE = 64
 CHARACTERS_PER_TOKEN = 32
@@ -400,12 +402,11 @@ def _teacher_forced_scores(
     model: Any, source_ids: tf.Tensor, target_out: tf.RaggedTensor
 ) -> dict[str, tf.Tensor]:
     """Per-token and summed head log scores of ragged targets (ending with EOS)."""
-    bos = tf.fill([target_out.nrows(), 1], tf.constant(BOS_ID, target_out.dtype))
-    target_in = tf.concat([bos, target_out[:, :-1]], axis=1).to_tensor(default_value=PAD_ID)
+    target_in = teacher_forcing_inputs(target_out).to_tensor(default_value=PAD_ID)
     target_ids = target_out.to_tensor(default_value=PAD_ID)
     logits = model({"source_ids": source_ids, "target_in_ids": target_in}, training=False)
     token_scores = tf.gather(model.head.log_scores(logits), target_ids, batch_dims=2)
-    token_scores = tf.where(tf.not_equal(target_ids, PAD_ID), token_scores, 0.0)
+    token_scores = tf.where(padding_mask(target_ids), token_scores, 0.0)
     return {
         "scores": tf.reduce_sum(token_scores, axis=1),
         "token_scores": token_scores,

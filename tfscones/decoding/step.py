@@ -1,0 +1,125 @@
+"""What a decoder needs from a model: encode once, step with a cache, score with the head.
+
+The decoders here never import a model class; they take any object with the methods below.
+`Seq2SeqTransformer` (and so `LatentExpertTransformer`) has them, and so does the expert adapter
+`tfscones.decoding.experts.ParallelExperts`; the tests' fake models implement them with a few
+tables. Both protocols are `runtime_checkable`, so `isinstance(model, StepModel)` checks that
+every member is present (not their signatures).
+
+- `StepModel`: greedy search, beam and diverse beam search, sampling, `Search.decode`,
+  `compiled_search`, `translate` and `translate_nbest`.
+- `PrefixScoringModel`: exact search, which also scores prefixes that share no cache.
+
+Shapes: `rows` is the number of sequences being decoded (sentences, or sentences times beams or
+samples), `source_length` the padded source length, `width` the number of output positions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import tensorflow as tf
+
+if TYPE_CHECKING:
+    from tfscones.heads import OutputHead
+
+
+@runtime_checkable
+class StepModel(Protocol):
+    """A model decodable step by step: the incremental interface of `Seq2SeqTransformer`.
+
+    A decoder calls `encode` and `cross_attention_cache` once per batch (`encode_source`), then
+    `decode_step` once per output position, from BOS at index 0, with the cache that
+    `initial_cache` made; it scores the logits with `head.log_scores` and never asks which head
+    it has. The encoder outputs may be any nest of tensors with the rows first: beam search and
+    sampling repeat and reorder them with `tf.nest.map_structure`, together with the mask and
+    the cross-attention cache.
+
+    Attributes:
+        head: The `tfscones.heads.OutputHead` whose `log_scores` rank and score tokens.
+        max_sequence_length: The default number of output positions (the decoding cache's
+            length) and, in `translate`, the most source tokens.
+    """
+
+    @property
+    def head(self) -> OutputHead: ...
+
+    @property
+    def max_sequence_length(self) -> int: ...
+
+    def encode(self, source_ids: tf.Tensor) -> tuple[Any, tf.Tensor]:
+        """Runs the encoder once.
+
+        Args:
+            source_ids: int32 `[rows, source_length]`, each row ending with EOS, padded with 0.
+
+        Returns:
+            `(encoder_outputs, source_padding_mask)`: a nest of tensors with the rows first,
+            and bool `[rows, source_length]`, True at real tokens.
+        """
+        ...
+
+    def cross_attention_cache(self, encoder_outputs: Any) -> Any:
+        """The decoder's keys and values over the encoder outputs, computed once per batch."""
+        ...
+
+    def initial_cache(self, batch_size: int | tf.Tensor, max_length: int) -> tf.Tensor:
+        """The empty self-attention cache of `batch_size` rows and `max_length` positions."""
+        ...
+
+    def decode_step(
+        self,
+        token_ids: tf.Tensor,
+        encoder_outputs: Any,
+        source_padding_mask: tf.Tensor,
+        cache: tf.Tensor,
+        index: int | tf.Tensor,
+        cross_attention_cache: Any = None,
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """One decoder step, free of Python branches on tensors (it runs under XLA).
+
+        Args:
+            token_ids: int32 `[rows]`, the tokens at position `index` (BOS at index 0).
+            encoder_outputs: From `encode`, reordered like the rows.
+            source_padding_mask: bool `[rows, source_length]`, reordered like the rows.
+            cache: The self-attention cache holding positions `0 .. index - 1`.
+            index: int32 scalar, the position of `token_ids`.
+            cross_attention_cache: From `cross_attention_cache`, reordered like the rows.
+
+        Returns:
+            `(logits, cache)`: float logits `[rows, vocabulary_size]` of the token at position
+            `index + 1`, and the cache now holding position `index` too.
+        """
+        ...
+
+
+@runtime_checkable
+class PrefixScoringModel(StepModel, Protocol):
+    """A `StepModel` that also scores whole prefixes without a cache, as exact search needs.
+
+    Exact search starts from beam search (a `StepModel`), then scores the prefixes it expands,
+    which share no cache, in batched `next_token_logits` calls on the outputs of `encode`.
+    """
+
+    def next_token_logits(
+        self,
+        prefix_ids: tf.Tensor,
+        prefix_lengths: tf.Tensor,
+        encoder_outputs: Any,
+        source_padding_mask: tf.Tensor,
+    ) -> tf.Tensor:
+        """Logits of the token after each prefix, without dropout.
+
+        Args:
+            prefix_ids: int32 `[rows, length]`, BOS first, padded with 0 after each prefix.
+            prefix_lengths: int32 `[rows]`, tokens in each prefix, BOS included (at least 1).
+            encoder_outputs: From `encode`, gathered like the rows.
+            source_padding_mask: bool `[rows, source_length]`, gathered like the rows.
+
+        Returns:
+            float logits `[rows, vocabulary_size]`.
+        """
+        ...
+
+
+__all__ = ["PrefixScoringModel", "StepModel"]

@@ -11,9 +11,9 @@ presets is made once:
   incremental decoder one step at a time (keras-hub's test idea: cached decoding must equal the
   full forward pass).
 - `saved_and_loaded`: a model written with `model.save` and read back with `load_model`.
-
-The fake step models of the decoder tests (tables whose optimum is known) live beside those tests
-in `tests/decoding/`.
+- `FakeStepModel`: the base of the decoder tests' fake models (`tfscones.decoding.StepModel`
+  without a network), whose logits come from tables, so that a search's optimum is known; the
+  tables themselves live beside those tests in `tests/decoding/`.
 """
 
 from pathlib import Path
@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from tfscones import heads
+from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import EOS_ID
 from tfscones.models import Seq2SeqTransformer, load_model
 
@@ -99,3 +101,44 @@ def saved_and_loaded(model, folder: Path):
     path = Path(folder) / "model.keras"
     model.save(path)
     return load_model(path)
+
+
+class FakeStepModel:
+    """A `StepModel` without a network: subclasses give each step's logits from a table.
+
+    The encoder outputs are the source ids as floats (`[batch, length, 1]`), the cross-attention
+    cache is twice them (so a decoder that forgets to pass it on is caught), and `steps` counts
+    the decoder calls. Subclasses define `step_logits`.
+
+    Args:
+        table: The logits table, any shape the subclass reads.
+        head: A head or its name.
+        max_sequence_length: The longest output the decoders may produce.
+    """
+
+    def __init__(self, table, head, max_sequence_length: int):
+        self.table = tf.constant(table, tf.float32)
+        self.head = heads.get(head)
+        self.max_sequence_length = max_sequence_length
+        self.steps = 0
+
+    def encode(self, source_ids):
+        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+        return tf.cast(source_ids, tf.float32)[..., None], padding_mask(source_ids)
+
+    def cross_attention_cache(self, encoder_outputs):
+        return encoder_outputs * 2.0
+
+    def initial_cache(self, batch_size, max_length):
+        return tf.zeros([batch_size, max_length], tf.float32)
+
+    def decode_step(
+        self, token_ids, encoder_outputs, padding_mask, cache, index, cross_attention_cache=None
+    ):
+        del padding_mask
+        self.steps += 1
+        return self.step_logits(token_ids, index, encoder_outputs, cross_attention_cache, cache)
+
+    def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
+        """Logits `[batch, V]` of step `index` after `token_ids`, and the updated cache."""
+        raise NotImplementedError

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tfscones.data.id_checks import TokenIdError, checked_examples
-from tfscones.models import Seq2SeqTransformer
 
 VOCABULARY = 20
 SOURCE = np.array([[5, 6, 1], [7, 1, 0]])
@@ -25,9 +25,7 @@ def with_value(array, index, value):
 
 @pytest.fixture(scope="module")
 def xla_model():
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=VOCABULARY, head="sigmoid", max_sequence_length=8, dropout=0.0
-    )
+    model = harness.tiny_model(VOCABULARY, "sigmoid")
     model.compile(optimizer="adam", loss=model.head.loss(alpha=0.5), jit_compile=True)
     model(features())
     return model

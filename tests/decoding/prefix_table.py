@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import tensorflow as tf
 
+from tests import harness
 from tfscones import heads
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 
@@ -21,7 +22,7 @@ SOURCE = tf.constant([[4, 5, 1], [5, 1, 0], [4, 4, 1], [5, 4, 1]], tf.int32)
 UNLIMITED = {"max_length_a": 0.0, "max_length_b": float(WIDTH)}
 
 
-class PrefixTableModel:
+class PrefixTableModel(harness.FakeStepModel):
     """A fake model whose logits are a function of the whole prefix: a table, one row per prefix.
 
     Sentence `b`'s logits after the output tokens `t_1..t_i` are `table[b, code]`, where
@@ -32,24 +33,12 @@ class PrefixTableModel:
     """
 
     def __init__(self, table, head):
-        self.table = tf.constant(table, tf.float32)
-        self.head = heads.get(head)
-        self.max_sequence_length = WIDTH
-        self.steps = 0
-
-    def encode(self, source_ids):
-        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-        return tf.cast(source_ids, tf.float32)[..., None], tf.not_equal(source_ids, PAD_ID)
-
-    def cross_attention_cache(self, encoder_outputs):
-        return encoder_outputs
+        super().__init__(table, head, WIDTH)
 
     def initial_cache(self, batch_size, max_length):
         return tf.zeros([batch_size, max_length], tf.int32)
 
-    def decode_step(self, token_ids, encoder_outputs, padding_mask, cache, index, **kwargs):
-        del padding_mask, kwargs
-        self.steps += 1
+    def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
         cache = tf.where(tf.range(tf.shape(cache)[1]) == index, token_ids[:, None], cache)
         code = prefix_code(cache[:, 1:], index)
         rows = tf.stack([sentence_of(encoder_outputs), code], axis=1)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tests.decoding.prefix_table import (
     HEADS,
     SOURCE,
@@ -21,7 +22,6 @@ from tfscones import activations, heads
 from tfscones.data.vocab_ids import EOS_ID
 from tfscones.decoding.beam import beam_search, diverse_beam_search, length_penalty_factor
 from tfscones.decoding.greedy import greedy_decode
-from tfscones.models import Seq2SeqTransformer
 
 
 @pytest.mark.parametrize("head", HEADS)
@@ -230,12 +230,7 @@ REAL_SOURCE = tf.constant(
 
 @pytest.fixture(scope="module")
 def tiny_model():
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=REAL_VOCAB, head="sigmoid", dropout=0.0, max_sequence_length=12
-    )
-    bias = model.output_projection.bias
-    bias.assign(bias.numpy() + 3.0 * np.eye(REAL_VOCAB)[EOS_ID])
-    return model
+    return harness.tiny_model(REAL_VOCAB, "sigmoid", max_sequence_length=12, eos_bias=3.0)
 
 
 def test_xla_function_and_eager_agree(tiny_model):

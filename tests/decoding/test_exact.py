@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tests.decoding.prefix_table import (
     HEADS,
     SOURCE,
@@ -16,7 +17,6 @@ from tests.decoding.prefix_table import (
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.decoding.beam import beam_search
 from tfscones.decoding.exact import exact_search
-from tfscones.models import Seq2SeqTransformer
 
 
 @pytest.mark.parametrize("head", HEADS)
@@ -105,9 +105,7 @@ def real_model_brute_force(model, source, limit):
 
 @pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
 def test_on_a_real_model_exact_search_finds_the_enumerated_optimum(head):
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=8, head=head, dropout=0.0, max_sequence_length=8
-    )
+    model = harness.tiny_model(8, head)
     source = tf.constant([[4, 5, 6, EOS_ID], [7, 5, EOS_ID, 0]], tf.int32)
     limit = {"max_length_a": 0.0, "max_length_b": 3.0}
     results = exact_search(model, source, beam_size=1, rows_per_call=7, **limit)

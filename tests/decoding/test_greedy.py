@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tfscones import heads
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import (
@@ -10,43 +11,28 @@ from tfscones.decoding import (
     max_output_length,
     output_length_limits,
 )
-from tfscones.models import Seq2SeqTransformer
 
 VOCAB = 9
 WRONG = 8  # The table model's answer when it is fed a token greedy search should not have fed.
 
 
-class TableModel:
+class TableModel(harness.FakeStepModel):
     """A fake model whose step `t` logits come from a fixed table (as OpenNMT-tf's tests do).
 
     Row `b` of step `t` is `table[b, t]`, but only when the token fed at `t` is the previous
     step's argmax (BOS at step 0); otherwise every logit is low except `WRONG`'s. So greedy search
     reproduces the table's argmax sequence only if it feeds its own choices back. It also insists
-    on the cross-attention cache and counts its steps.
+    on the cross-attention cache.
     """
 
     def __init__(self, table, head, max_sequence_length=8):
-        self.table = tf.constant(table, tf.float32)
-        self.head = heads.get(head)
-        self.max_sequence_length = max_sequence_length
+        super().__init__(table, head, max_sequence_length)
         argmax = tf.argmax(self.table, axis=-1, output_type=tf.int32)
         bos = tf.fill([argmax.shape[0], 1], BOS_ID)
         self.expected_inputs = tf.concat([bos, argmax[:, :-1]], axis=1)
-        self.steps = 0
 
-    def encode(self, source_ids):
-        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-        return tf.cast(source_ids, tf.float32)[..., None], tf.not_equal(source_ids, PAD_ID)
-
-    def cross_attention_cache(self, encoder_outputs):
-        return encoder_outputs * 2.0
-
-    def initial_cache(self, batch_size, max_length):
-        return tf.zeros([batch_size, max_length], tf.float32)
-
-    def decode_step(self, token_ids, encoder_outputs, padding_mask, cache, index, **kwargs):
-        assert kwargs["cross_attention_cache"] is not None
-        self.steps += 1
+    def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
+        assert cross_attention_cache is not None
         expected = tf.gather(self.expected_inputs, index, axis=1)
         wrong = tf.one_hot(tf.fill(tf.shape(token_ids), WRONG), VOCAB, on_value=50.0)
         logits = tf.where(
@@ -178,13 +164,8 @@ REAL_SOURCE = np.array(
 
 
 def tiny_model(head):
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=REAL_VOCAB, head=head, dropout=0.0, max_sequence_length=10
-    )
     # Random weights rarely choose EOS; raise its bias so that some sentences end early.
-    bias = model.output_projection.bias
-    bias.assign(bias.numpy() + 3.0 * np.eye(REAL_VOCAB)[EOS_ID])
-    return model
+    return harness.tiny_model(REAL_VOCAB, head, max_sequence_length=10, eos_bias=3.0)
 
 
 def reference_greedy(model, source, limits):

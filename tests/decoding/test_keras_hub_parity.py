@@ -5,9 +5,8 @@ import numpy as np
 import tensorflow as tf
 
 from benchmarks.keras_hub_samplers import keras_hub_decode
-from tfscones.data.vocab_ids import EOS_ID
+from tests import harness
 from tfscones.decoding import greedy_decode
-from tfscones.models import Seq2SeqTransformer
 
 VOCAB = 24
 WIDTH = 10
@@ -17,11 +16,7 @@ SOURCE = tf.constant(
 
 
 def test_greedy_search_equals_keras_hub_greedy_sampler():
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=VOCAB, head="softmax", dropout=0.0, max_sequence_length=WIDTH
-    )
-    bias = model.output_projection.bias
-    bias.assign(bias.numpy() + 2.5 * np.eye(VOCAB)[EOS_ID])
+    model = harness.tiny_model(VOCAB, "softmax", max_sequence_length=WIDTH, eos_bias=2.5)
     ours = greedy_decode(model, SOURCE, max_length_a=0.0, max_length_b=WIDTH)
     theirs = keras_hub_decode(model, SOURCE, WIDTH, beam_size=1).numpy()[:, 1:]
     lengths = ours.lengths.numpy()

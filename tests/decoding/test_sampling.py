@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tfscones import activations, heads
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import greedy_decode, output_length_limits
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
-from tfscones.models import Seq2SeqTransformer
 
 VOCAB = 9
 LENGTH = 8
@@ -20,34 +20,20 @@ SOURCE = tf.constant([[4, 7, 8, 1, 0], [5, 7, 8, 7, 1], [6, 1, 0, 0, 0]], tf.int
 LIMITS = [5, 6, 3]
 
 
-class MarkovModel:
+class MarkovModel(harness.FakeStepModel):
     """A fake model whose logits depend on the sentence, the position and the previous token.
 
     Step `t` of sentence `b` after token `w` has the logits `table[b, t, w]`, so every sampled
     prefix has defined logits and a test can recompute them from the output. The sentence is read
     from the cross-attention cache (its first source token, 4 + b), so a sample sees its own
-    sentence's logits only if the decoder tiles the encoded source correctly. It counts its steps.
+    sentence's logits only if the decoder tiles the encoded source correctly.
     """
 
     def __init__(self, table, head, max_sequence_length=LENGTH):
-        self.table = tf.constant(table, tf.float32)
-        self.head = heads.get(head)
-        self.max_sequence_length = max_sequence_length
-        self.steps = 0
+        super().__init__(table, head, max_sequence_length)
 
-    def encode(self, source_ids):
-        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-        return tf.cast(source_ids, tf.float32)[..., None], tf.not_equal(source_ids, PAD_ID)
-
-    def cross_attention_cache(self, encoder_outputs):
-        return encoder_outputs * 2.0
-
-    def initial_cache(self, batch_size, max_length):
-        return tf.zeros([batch_size, max_length], tf.float32)
-
-    def decode_step(self, token_ids, encoder_outputs, padding_mask, cache, index, **kwargs):
-        self.steps += 1
-        sentence = tf.cast(kwargs["cross_attention_cache"][:, 0, 0] / 2.0, tf.int32) - 4
+    def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
+        sentence = tf.cast(cross_attention_cache[:, 0, 0] / 2.0, tf.int32) - 4
         position = tf.fill(tf.shape(token_ids), tf.cast(index, tf.int32))
         indices = tf.stack([sentence, position, tf.cast(token_ids, tf.int32)], axis=-1)
         return tf.gather_nd(self.table, indices), cache
@@ -292,9 +278,7 @@ def test_tf_function_samples_what_eager_samples():
 
 
 def test_xla_samples_what_eager_samples_on_a_real_model():
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=24, head="entmax15", dropout=0.0, max_sequence_length=10
-    )
+    model = harness.tiny_model(24, "entmax15", max_sequence_length=10)
     source = tf.constant([[5, 6, 7, 8, 9, 1, 0], [10, 1, 0, 0, 0, 0, 0]], tf.int32)
     arguments = {"num_samples": 3, "temperature": 1.5, "top_k": 6, "top_p": 0.9, "seed": (3, 4)}
     xla = tf.function(

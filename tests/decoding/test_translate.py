@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tfscones import heads
 from tfscones.data import Tokenizer, train_sentencepiece
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
@@ -14,7 +15,6 @@ from tfscones.decoding import (
     translate,
     translate_nbest,
 )
-from tfscones.models import Seq2SeqTransformer
 
 WORDS = (
     "the a cat dog bird fish sat ran flew swam on under over near mat tree house river garden "
@@ -97,9 +97,7 @@ def test_long_sources_are_truncated_and_keep_their_eos(tokenizer):
 
 
 def test_translate_with_a_tiny_transformer(tokenizer):
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=tokenizer.vocab_size, head="sigmoid", max_sequence_length=16
-    )
+    model = harness.tiny_model(tokenizer.vocab_size, "sigmoid", max_sequence_length=16)
     translations = translate(model, tokenizer, SENTENCES, batch_size=4)
     assert len(translations) == len(SENTENCES)
     assert all(isinstance(text, str) for text in translations)
@@ -153,9 +151,7 @@ def test_every_search_translates_with_a_copy_model(tokenizer, search):
 
 
 def test_nbest_matches_beam_search_on_a_tiny_transformer(tokenizer):
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=tokenizer.vocab_size, head="softmax", max_sequence_length=16
-    )
+    model = harness.tiny_model(tokenizer.vocab_size, "softmax", max_sequence_length=16)
     search = Search("beam", beam_size=4, num_hypotheses=4)
     nbest = translate_nbest(model, tokenizer, SENTENCES[:3], search=search)
     source = source_ids_for_model(tokenizer, tf.constant(SENTENCES[:3]), 16).to_tensor()

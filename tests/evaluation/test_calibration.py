@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.harness import tiny_model
 from tfscones.data import Tokenizer, train_sentencepiece
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.evaluation.calibration import (
@@ -12,7 +13,6 @@ from tfscones.evaluation.calibration import (
     expected_calibration_error,
     force_decode,
 )
-from tfscones.models import Seq2SeqTransformer
 
 MAX_LENGTH = 12
 WORDS = "the a cat dog bird sat ran on under mat tree big small red green and with".split()
@@ -89,16 +89,6 @@ def tokenizer(tmp_path_factory):
     )
 
 
-def tiny_model(vocabulary_size, head):
-    return Seq2SeqTransformer.from_preset(
-        "tiny",
-        vocabulary_size=vocabulary_size,
-        head=head,
-        dropout=0.0,
-        max_sequence_length=MAX_LENGTH,
-    )
-
-
 def ids_with_eos(tokenizer, text):
     pieces = tokenizer.tokenize(tf.constant(text)).numpy().tolist()
     return pieces[: MAX_LENGTH - 1] + [EOS_ID]
@@ -125,7 +115,7 @@ def one_by_one(model, tokenizer):
 
 @pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
 def test_force_decode_matches_each_pair_scored_alone(tokenizer, head):
-    model = tiny_model(tokenizer.vocab_size, head)
+    model = tiny_model(tokenizer.vocab_size, head, max_sequence_length=MAX_LENGTH)
     forced = force_decode(model, tokenizer, SOURCES, REFERENCES, batch_size=4)
     expected = one_by_one(model, tokenizer)
     lengths = [len(ids_with_eos(tokenizer, reference)) for reference in REFERENCES]
@@ -145,13 +135,18 @@ def test_force_decode_matches_each_pair_scored_alone(tokenizer, head):
 
 @pytest.mark.parametrize("head", ["softmax", "sigmoid"])
 def test_dense_heads_support_the_whole_vocabulary(tokenizer, head):
-    forced = force_decode(tiny_model(tokenizer.vocab_size, head), tokenizer, SOURCES, REFERENCES)
+    forced = force_decode(
+        tiny_model(tokenizer.vocab_size, head, max_sequence_length=MAX_LENGTH),
+        tokenizer,
+        SOURCES,
+        REFERENCES,
+    )
     assert np.all(forced.support_sizes == tokenizer.vocab_size)
     assert forced.mean_support_size == tokenizer.vocab_size
 
 
 def test_entmax_support_is_sparse(tokenizer):
-    model = tiny_model(tokenizer.vocab_size, "entmax15")
+    model = tiny_model(tokenizer.vocab_size, "entmax15", max_sequence_length=MAX_LENGTH)
     forced = force_decode(model, tokenizer, SOURCES, REFERENCES)
     assert np.all((forced.support_sizes >= 1) & (forced.support_sizes <= tokenizer.vocab_size))
     assert forced.mean_support_size < tokenizer.vocab_size
@@ -159,7 +154,7 @@ def test_entmax_support_is_sparse(tokenizer):
 
 
 def test_sigmoid_confidence_is_the_largest_binary_probability(tokenizer):
-    model = tiny_model(tokenizer.vocab_size, "sigmoid")
+    model = tiny_model(tokenizer.vocab_size, "sigmoid", max_sequence_length=MAX_LENGTH)
     forced = force_decode(model, tokenizer, SOURCES[:1], REFERENCES[:1])
     target = ids_with_eos(tokenizer, REFERENCES[0])
     inputs = {
@@ -171,7 +166,7 @@ def test_sigmoid_confidence_is_the_largest_binary_probability(tokenizer):
 
 
 def test_force_decode_rejects_bad_arguments(tokenizer):
-    model = tiny_model(tokenizer.vocab_size, "softmax")
+    model = tiny_model(tokenizer.vocab_size, "softmax", max_sequence_length=MAX_LENGTH)
     with pytest.raises(ValueError, match="2 sources but 1 references"):
         force_decode(model, tokenizer, ["a", "b"], ["a"])
     with pytest.raises(ValueError, match="no sentences"):

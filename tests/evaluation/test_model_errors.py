@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.harness import tiny_model
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.evaluation.model_errors import (
     ScoreSummary,
@@ -13,17 +14,10 @@ from tfscones.evaluation.model_errors import (
     score_summary,
     search_error_rate,
 )
-from tfscones.models import Seq2SeqTransformer
 
 VOCAB = 20
 SOURCES = [[5, 6, 7, 1], [8, 1], [9, 10, 11, 12, 13, 1], [4, 1], [14, 15, 1]]
 NEG_INF = -np.inf
-
-
-def tiny_model(head):
-    return Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=VOCAB, head=head, dropout=0.0, max_sequence_length=8
-    )
 
 
 def stepwise_empty_scores(model, source_ids):
@@ -41,7 +35,7 @@ def stepwise_empty_scores(model, source_ids):
 
 @pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
 def test_empty_translation_scores_are_eos_after_bos(head):
-    model = tiny_model(head)
+    model = tiny_model(VOCAB, head)
     expected = stepwise_empty_scores(model, SOURCES)
     ragged = tf.ragged.constant(SOURCES, dtype=tf.int32)
     scores = empty_translation_scores(model, ragged, batch_size=2)
@@ -53,7 +47,7 @@ def test_empty_translation_scores_are_eos_after_bos(head):
 
 
 def test_sigmoid_empty_score_is_log_sigmoid_of_the_eos_logit():
-    model = tiny_model("sigmoid")
+    model = tiny_model(VOCAB, "sigmoid")
     source = np.array([[5, 6, 1]])
     logits = model({"source_ids": source, "target_in_ids": np.array([[BOS_ID]])}, training=False)
     z = float(logits[0, 0, EOS_ID])
@@ -63,7 +57,7 @@ def test_sigmoid_empty_score_is_log_sigmoid_of_the_eos_logit():
 
 
 def test_empty_translation_scores_reject_bad_arguments():
-    model = tiny_model("softmax")
+    model = tiny_model(VOCAB, "softmax")
     with pytest.raises(ValueError, match="batch_size"):
         empty_translation_scores(model, np.array([[5, 1]]), batch_size=0)
     with pytest.raises(ValueError, match="no sources"):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tests.decoding.prefix_table import (
     SOURCE,
     UNLIMITED,
@@ -20,7 +21,6 @@ from tfscones import heads
 from tfscones.decoding.beam import beam_search
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.heads import tanh
-from tfscones.models import Seq2SeqTransformer
 
 
 def tanh_probability(z):
@@ -181,9 +181,7 @@ def test_a_wide_beam_finds_the_brute_force_n_best(length_penalty):
 
 
 def test_a_tiny_transformer_trains_decodes_and_survives_saving(tmp_path):
-    model = Seq2SeqTransformer.from_preset(
-        "tiny", vocabulary_size=16, head="tanh", max_sequence_length=8
-    )
+    model = harness.tiny_model(16, "tanh")
     assert isinstance(model.head, tanh.TanhHead)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=model.head.loss(alpha=0.5))
     source = np.array([[5, 6, 7, 1, 0], [8, 9, 1, 0, 0]])
@@ -196,9 +194,7 @@ def test_a_tiny_transformer_trains_decodes_and_survives_saving(tmp_path):
     beam = beam_search(model, source, beam_size=3, max_length=5)
     for scores in (greedy.scores.numpy(), beam.scores[:, 0].numpy()):
         assert np.all(np.isfinite(scores)) and np.all(scores <= 0)
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    restored = keras.models.load_model(path)
+    restored = harness.saved_and_loaded(model, tmp_path)
     assert restored.head == model.head
     np.testing.assert_array_equal(
         restored(x, training=False).numpy(), model(x, training=False).numpy()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tfscones import heads, losses
 from tfscones.decoding import Search, beam_search, greedy_decode
 from tfscones.decoding.experts import ParallelExperts, decode_experts
@@ -35,27 +36,18 @@ TARGET_IN = np.concatenate([np.full((6, 1), 3), TARGET_OUT[:, :-1]], axis=1)
 
 
 def small_model(head="softmax", num_experts=3, **overrides):
-    arguments = dict(
-        vocabulary_size=VOCAB,
+    return harness.small_model(
+        VOCAB,
+        head,
+        model_class=LatentExpertTransformer,
         num_encoder_layers=1,
-        num_decoder_layers=2,
-        hidden_dim=16,
-        num_heads=2,
-        intermediate_dim=32,
-        dropout=0.0,
-        max_sequence_length=8,
-        head=head,
         num_experts=num_experts,
+        **overrides,
     )
-    arguments.update(overrides)
-    return LatentExpertTransformer(**arguments)
 
 
 def inputs(expert=None, source=SOURCE, target_in=TARGET_IN):
-    features = {
-        "source_ids": tf.constant(source, tf.int32),
-        "target_in_ids": tf.constant(target_in, tf.int32),
-    }
+    features = harness.model_inputs(source, target_in)
     if expert is not None:
         features["expert"] = tf.constant(expert, tf.int32)
     return features
@@ -147,19 +139,6 @@ def test_expert_choice_dropout_makes_the_e_step_noisy():
     assert len(draws) > 1
 
 
-def stepwise_logits(decoder, source, target_in, max_length=8):
-    encoder_outputs, padding_mask = decoder.encode(source)
-    cross_cache = decoder.cross_attention_cache(encoder_outputs)
-    cache = decoder.initial_cache(tf.shape(source)[0], max_length)
-    steps = []
-    for t in range(target_in.shape[1]):
-        logits, cache = decoder.decode_step(
-            target_in[:, t], encoder_outputs, padding_mask, cache, t, cross_cache
-        )
-        steps.append(logits)
-    return tf.stack(steps, axis=1).numpy()
-
-
 @pytest.mark.parametrize(
     "head, overrides",
     [("softmax", {}), ("sigmoid", {"tie_embeddings": True, "normalize_first": True})],
@@ -170,19 +149,25 @@ def test_cached_decoding_of_each_expert_equals_its_full_forward_pass(head, overr
     for k in range(3):
         target_in = TARGET_IN.copy()
         target_in[:, 0] = VOCAB + k
-        stepped = stepwise_logits(model, SOURCE, target_in)
+        stepped = stepped_logits(model, SOURCE, target_in)
         np.testing.assert_allclose(stepped, full[k], atol=1e-4)
     # BOS first is expert 0, in `call` and in `decode_step`.
     np.testing.assert_allclose(model(inputs(), training=False).numpy(), full[0], atol=1e-6)
-    np.testing.assert_allclose(stepwise_logits(model, SOURCE, TARGET_IN), full[0], atol=1e-4)
+    np.testing.assert_allclose(stepped_logits(model, SOURCE, TARGET_IN), full[0], atol=1e-4)
     # The experts are different decoders.
     assert np.abs(full[1] - full[0]).max() > 1e-3
     # All experts at once: row b * K + k of the tiled batch is sentence b with expert k.
     experts = model.all_experts()
     assert isinstance(experts, ParallelExperts)
     tiled_source = experts.tile_sources(SOURCE)
-    stepped = stepwise_logits(experts, tiled_source, np.repeat(TARGET_IN, 3, axis=0))
+    stepped = stepped_logits(experts, tiled_source, np.repeat(TARGET_IN, 3, axis=0))
     np.testing.assert_allclose(stepped.reshape(6, 3, 6, VOCAB), np.stack(full, 1), atol=1e-4)
+
+
+def stepped_logits(decoder, source, target_in):
+    return harness.stepwise_logits(
+        decoder, source, target_in, use_cross_cache=True, max_length=8
+    ).numpy()
 
 
 def reference_greedy(model, expert, source, length):
@@ -330,9 +315,7 @@ def test_get_config_round_trip_and_save_load(tmp_path):
     # Saved and loaded, compiled and trained: same outputs, same config.
     model.compile(optimizer="adam", loss=model.head.loss(), run_eagerly=True)
     model.fit(inputs(), TARGET_OUT, verbose=0)
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    restored = keras.models.load_model(path)
+    restored = harness.saved_and_loaded(model, tmp_path)
     assert isinstance(restored, LatentExpertTransformer)
     assert restored.get_config() == model.get_config()
     np.testing.assert_array_equal(

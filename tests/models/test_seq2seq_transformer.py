@@ -5,53 +5,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
+from tests.harness import stepwise_logits
 from tfscones import heads
 from tfscones.models import Seq2SeqTransformer
 
 VOCAB = 23
 SOURCE = np.array([[5, 6, 7, 8, 1, 0, 0], [9, 10, 1, 0, 0, 0, 0], [4, 11, 12, 13, 14, 15, 1]])
 TARGET_IN = np.array([[3, 4, 5, 6, 1, 0], [3, 7, 8, 9, 10, 11], [3, 12, 1, 0, 0, 0]])
-
-
-def small_model(head="softmax", **overrides):
-    arguments = dict(
-        vocabulary_size=VOCAB,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
-        hidden_dim=16,
-        num_heads=2,
-        intermediate_dim=32,
-        dropout=0.0,
-        max_sequence_length=8,
-        head=head,
-    )
-    arguments.update(overrides)
-    return Seq2SeqTransformer(**arguments)
-
-
-def inputs(source=SOURCE, target_in=TARGET_IN):
-    return {
-        "source_ids": tf.constant(source, tf.int32),
-        "target_in_ids": tf.constant(target_in, tf.int32),
-    }
-
-
-def stepwise_logits(model, source, target_in, use_cross_cache, max_length=None):
-    encoder_outputs, padding_mask = model.encode(source)
-    cache = model.initial_cache(tf.shape(source)[0], max_length or target_in.shape[1])
-    cross_cache = model.cross_attention_cache(encoder_outputs) if use_cross_cache else None
-    steps = []
-    for t in range(target_in.shape[1]):
-        logits, cache = model.decode_step(
-            target_in[:, t],
-            encoder_outputs,
-            padding_mask,
-            cache,
-            t,
-            cross_attention_cache=cross_cache,
-        )
-        steps.append(logits)
-    return tf.stack(steps, axis=1)
+INPUTS = harness.model_inputs(SOURCE, TARGET_IN)
 
 
 @pytest.mark.parametrize(
@@ -65,8 +27,8 @@ def stepwise_logits(model, source, target_in, use_cross_cache, max_length=None):
 )
 @pytest.mark.parametrize("use_cross_cache", [False, True])
 def test_cached_decoding_equals_full_forward(head, overrides, use_cross_cache):
-    model = small_model(head, **overrides)
-    full = model(inputs(), training=False)
+    model = harness.small_model(VOCAB, head, **overrides)
+    full = model(INPUTS, training=False)
     stepped = stepwise_logits(model, SOURCE, TARGET_IN, use_cross_cache, max_length=8)
     assert stepped.dtype == tf.float32
     np.testing.assert_allclose(stepped.numpy(), full.numpy(), atol=1e-4)
@@ -75,7 +37,7 @@ def test_cached_decoding_equals_full_forward(head, overrides, use_cross_cache):
 @pytest.mark.parametrize("jit_compile", [False, True])
 @pytest.mark.parametrize("use_cross_cache", [False, True])
 def test_cached_decoding_runs_in_a_graph_while_loop(jit_compile, use_cross_cache):
-    model = small_model("sigmoid", num_encoder_layers=1, num_decoder_layers=1)
+    model = harness.small_model(VOCAB, "sigmoid", num_encoder_layers=1, num_decoder_layers=1)
     length = TARGET_IN.shape[1]
     spec = tf.TensorSpec([None, None], tf.int32)
 
@@ -107,19 +69,19 @@ def test_cached_decoding_runs_in_a_graph_while_loop(jit_compile, use_cross_cache
         return tf.transpose(logits.stack(), [1, 0, 2])
 
     stepped = decode(tf.constant(SOURCE, tf.int32), tf.constant(TARGET_IN, tf.int32))
-    full = model(inputs(), training=False)
+    full = model(INPUTS, training=False)
     np.testing.assert_allclose(stepped.numpy(), full.numpy(), atol=1e-4)
 
 
 def test_source_padding_does_not_change_logits():
-    model = small_model("sigmoid")
+    model = harness.small_model(VOCAB, "sigmoid")
     padded_source = np.pad(SOURCE, [[0, 0], [0, 5]])
-    logits = model(inputs(), training=False)
-    padded_logits = model(inputs(source=padded_source), training=False)
+    logits = model(INPUTS, training=False)
+    padded_logits = model(harness.model_inputs(padded_source, TARGET_IN), training=False)
     np.testing.assert_allclose(padded_logits.numpy(), logits.numpy(), atol=1e-5)
     # The mask matters: a pad that is not masked (a real token id) does change the outputs.
     unmasked_source = np.pad(SOURCE, [[0, 0], [0, 5]], constant_values=4)
-    unmasked_logits = model(inputs(source=unmasked_source), training=False)
+    unmasked_logits = model(harness.model_inputs(unmasked_source, TARGET_IN), training=False)
     assert np.abs(unmasked_logits.numpy() - logits.numpy()).max() > 1e-3
 
 
@@ -133,9 +95,9 @@ def global_policy():
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_logits_are_float32_under_mixed_precision(global_policy, policy):
     global_policy(policy)
-    model = small_model("sigmoid", tie_embeddings=policy == "mixed_bfloat16")
+    model = harness.small_model(VOCAB, "sigmoid", tie_embeddings=policy == "mixed_bfloat16")
     assert model.compute_dtype != "float32"
-    logits = model(inputs(), training=False)
+    logits = model(INPUTS, training=False)
     assert logits.dtype == tf.float32
     encoder_outputs, padding_mask = model.encode(SOURCE)
     assert encoder_outputs.dtype.name == model.compute_dtype
@@ -148,9 +110,9 @@ def test_logits_are_float32_under_mixed_precision(global_policy, policy):
 
 
 def test_output_bias_starts_at_the_heads_prior():
-    sigmoid_bias = small_model("sigmoid").output_projection.bias.numpy()
+    sigmoid_bias = harness.small_model(VOCAB, "sigmoid").output_projection.bias.numpy()
     np.testing.assert_allclose(sigmoid_bias, np.full(VOCAB, -math.log(VOCAB)), rtol=1e-6)
-    softmax_bias = small_model("softmax").output_projection.bias.numpy()
+    softmax_bias = harness.small_model(VOCAB, "softmax").output_projection.bias.numpy()
     np.testing.assert_array_equal(softmax_bias, np.zeros(VOCAB))
 
 
@@ -159,8 +121,8 @@ def embedding_sized(model):
 
 
 def test_tied_embeddings_share_one_matrix():
-    untied = small_model("sigmoid")
-    tied = small_model("sigmoid", tie_embeddings=True)
+    untied = harness.small_model(VOCAB, "sigmoid")
+    tied = harness.small_model(VOCAB, "sigmoid", tie_embeddings=True)
     assert len(embedding_sized(untied)) == 3
     assert len(embedding_sized(tied)) == 1
     assert len(untied.trainable_variables) - len(tied.trainable_variables) == 2
@@ -180,14 +142,19 @@ def test_tied_embeddings_share_one_matrix():
 
 
 def test_get_config_round_trip():
-    model = small_model(heads.EntmaxHead(alpha=1.3), normalize_first=True, tie_embeddings=True)
+    model = harness.small_model(
+        VOCAB, heads.EntmaxHead(alpha=1.3), normalize_first=True, tie_embeddings=True
+    )
     config = model.get_config()
     assert config["head"]["class_name"] == "EntmaxHead"
     clone = Seq2SeqTransformer.from_config(config)
     assert clone.get_config() == config
     assert clone.head == heads.EntmaxHead(alpha=1.3)
     clone.set_weights(model.get_weights())
-    np.testing.assert_array_equal(clone(inputs()).numpy(), model(inputs()).numpy())
+    np.testing.assert_array_equal(
+        clone(INPUTS).numpy(),
+        model(INPUTS).numpy(),
+    )
 
 
 @pytest.mark.parametrize(
@@ -198,15 +165,14 @@ def test_get_config_round_trip():
     ],
 )
 def test_save_and_load_give_identical_outputs(tmp_path, head, overrides):
-    model = small_model(head, **overrides)
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    restored = keras.models.load_model(path)
+    model = harness.small_model(VOCAB, head, **overrides)
+    restored = harness.saved_and_loaded(model, tmp_path)
     assert isinstance(restored, Seq2SeqTransformer)
     assert restored.head == head
     assert restored.get_config() == model.get_config()
     np.testing.assert_array_equal(
-        restored(inputs(), training=False).numpy(), model(inputs(), training=False).numpy()
+        restored(INPUTS, training=False).numpy(),
+        model(INPUTS, training=False).numpy(),
     )
 
 
@@ -242,7 +208,7 @@ def test_tiny_model_learns_copy_task(head):
 
 
 def test_summary_lists_every_layer():
-    model = small_model("sigmoid", tie_embeddings=True, normalize_first=True)
+    model = harness.small_model(VOCAB, "sigmoid", tie_embeddings=True, normalize_first=True)
     lines = []
     model.summary(print_fn=lambda line, **_: lines.append(line))
     text = "\n".join(lines)

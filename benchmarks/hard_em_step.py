@@ -8,8 +8,8 @@ pass of the decoder, without dropout or gradients, over the batch tiled K times 
 runs once).
 Every model trains the same preset and softmax head with Adam on the same batches of random
 token ids (as `benchmarks.training_throughput`); timings are interleaved (one `fit` of `--steps`
-steps per model per round, after a warm-up) and the median round is reported. Seed 002 reports
-about 2x for K = 10; the target here is at most 1.6x.
+steps per model per round, after a warm-up) and the median round is reported. Shen et al. (2019)
+report about 2x for K = 10; the target here is at most 1.6x.
 """
 
 from __future__ import annotations

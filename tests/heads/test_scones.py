@@ -24,7 +24,7 @@ def scones_by_hand(logits, gold, alpha, smoothing):
 
 
 def jax_listing_in_numpy(logits, targets, smoothing, alpha):
-    """Seed 001, Figure 10, line by line in NumPy (including its 1e-30 clamp)."""
+    """Stahlberg & Kumar (2022), Figure 10 (the JAX listing), line by line, 1e-30 clamp too."""
     true_logprob = -np.logaddexp(0.0, -logits)
     false_logprob = np.log(np.maximum(1.0 - np.exp(true_logprob), 1.0e-30))
     tgt_true_logprob = np.take_along_axis(true_logprob, targets[..., None], -1)[..., 0]

@@ -125,3 +125,13 @@ def test_malformed_yaml_names_the_file(tmp_path):
     (tmp_path / "binary.yaml").write_bytes(b"name: \xff\xfe\n")
     with pytest.raises(ConfigError, match=r"binary.yaml: not a valid YAML file"):
         load_config(tmp_path / "binary.yaml")
+
+
+def test_a_key_given_twice_is_an_error_naming_file_and_line(tmp_path):
+    path = tmp_path / "twice.yaml"
+    path.write_text("name: a\ntraining:\n  learning_rate: 0.1\n  learning_rate: 0.2\n")
+    with pytest.raises(ConfigError, match=r"twice.yaml: .*'learning_rate' is given twice.*line 4"):
+        load_config(path)
+    (tmp_path / "ok.yaml").write_text("name: ok\n")
+    with pytest.raises(ConfigError, match="'vocabulary_size' is given twice"):
+        load_config(tmp_path / "ok.yaml", ["data={vocabulary_size: 100, vocabulary_size: 200}"])

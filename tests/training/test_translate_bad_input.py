@@ -91,3 +91,13 @@ def test_search_settings_out_of_range_end_in_one_line(run_dir, flags, message):
     assert finished.returncode == 2
     assert message in finished.stderr.decode()
     assert b"Traceback" not in finished.stderr
+
+
+@pytest.mark.parametrize("output", ["missing/out.en", "."])
+def test_an_output_that_cannot_be_written_is_named_before_translating(run_dir, tmp_path, output):
+    target = tmp_path / output
+    finished = translate("--run", run_dir, "--output", target, stdin=b"Hallo.\n")
+    assert finished.returncode == 1
+    message = finished.stderr.decode().strip()
+    assert message.startswith(f"translate: error: cannot write {target}: ")
+    assert "\n" not in message  # one line, and before the (unloadable) model is read

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from tfscones.commands.argument_types import non_negative_int, positive_int
 from tfscones.data import Tokenizer
-from tfscones.data.text_lines import TextLineError, read_lines, write_lines
+from tfscones.data.text_lines import TextLineError, check_writable, read_lines, write_lines
 from tfscones.decoding import Search, translate, translate_nbest
 from tfscones.models import load_model
 
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     """Entry point of `tfscones translate` and `python -m training.translate`."""
     arguments = parse_arguments(argv, prog)
     try:
+        check_writable(arguments.output)
         sources = read_lines(arguments.input)
         tokenizer = Tokenizer.from_file(arguments.spm)
         model = load_model(arguments.model)
@@ -120,4 +121,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         ]
     else:
         lines = translate(model, tokenizer, sources, arguments.batch_size, arguments.search)
-    write_lines(arguments.output, lines)
+    try:
+        write_lines(arguments.output, lines)
+    except OSError as error:
+        raise SystemExit(f"translate: error: cannot write {arguments.output}: {error}") from None

@@ -10,6 +10,7 @@ one is reported with its file and 1-based line number.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -98,3 +99,24 @@ def write_lines(path: str | Path | None, lines: Iterable[str]) -> None:
         sys.stdout.flush()
     else:
         Path(path).write_text(text, encoding="utf-8")
+
+
+def check_writable(path: str | Path | None) -> None:
+    """Refuses an output file that cannot be written, before any work is done for it.
+
+    Args:
+        path: The file; None or "-" (standard output) always passes.
+
+    Raises:
+        OSError: Naming the path and why: a folder, a missing folder, or no permission.
+    """
+    if path is None or str(path) == "-":
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot write {path}: it is a folder, not a file")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
+    target = path if path.exists() else path.parent
+    if not os.access(target, os.W_OK):
+        raise PermissionError(f"cannot write {path}: permission denied")

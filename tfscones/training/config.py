@@ -22,6 +22,35 @@ from typing import Any
 
 import yaml
 
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error.
+
+    YAML says keys are unique, but PyYAML keeps the last of two silently: a config that sets
+    `learning_rate` twice would train with one of them and never say so.
+    """
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml(text: str):
+    """The YAML value of `text`, as `yaml.safe_load` reads it but refusing repeated keys.
+
+    Raises:
+        yaml.YAMLError: If the text is not YAML, or a mapping repeats a key (naming the line).
+    """
+    return yaml.load(text, Loader=_UniqueKeyLoader)
+
+
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 PACKAGE_PREFIX = "tfscones:"
@@ -190,7 +219,7 @@ def _file_chain(path: Path) -> list[tuple[Path, dict]]:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist.")
     try:
-        content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        content = read_yaml(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         problem = " ".join(str(error).split())
         raise ConfigError(f"not a valid YAML file: {problem}", origin=str(path)) from None
@@ -237,7 +266,7 @@ def _apply_override(raw: dict, override: str) -> None:
         if not isinstance(node, dict):
             raise ConfigError(f"override {override!r}: {section!r} is not a section.")
     try:
-        node[key] = yaml.safe_load(value)
+        node[key] = read_yaml(value)
     except yaml.YAMLError:
         raise ConfigError(
             f"{value!r} is not a YAML value.", dotted_key.strip(), "command line"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tfscones import cli
+from tfscones.commands import demo
 
 
 def test_help_lists_every_subcommand(capsys):
@@ -54,3 +55,16 @@ def test_the_installed_console_script_runs_a_subcommand(tmp_path):
         finished.stderr.splitlines()[-1]
         == "export error: give --run, or both --checkpoint and --spm"
     )
+
+
+def test_the_demo_names_a_tfscones_command_that_runs():
+    command = demo.tfscones_command().split()
+    finished = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0 and "subcommands:" in finished.stdout
+
+
+def test_python_dash_m_tfscones_is_the_command():
+    finished = subprocess.run(
+        [sys.executable, "-m", "tfscones", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert finished.returncode == 0 and "  train " in finished.stdout

@@ -81,9 +81,19 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     minutes, seconds = divmod(time.monotonic() - started, 60)
     print(f"\nThe demo took {int(minutes)} min {seconds:.0f} s.")
     print(
-        "Translate your own sentences: tfscones translate "
+        f"Translate your own sentences: {tfscones_command()} translate "
         f"--run {configs[EXPORTED].run_dir} --beam 4 < sentences.de"
     )
+
+
+def tfscones_command() -> str:
+    """How to call the `tfscones` command from here: its name if the shell finds this one."""
+    script = Path(sys.executable).parent / "tfscones"
+    if not script.exists():
+        return f"{sys.executable} -m tfscones"
+    if shutil.which("tfscones") == str(script):
+        return "tfscones"
+    return os.path.relpath(script)
 
 
 def parse_demo_arguments(argv: list[str] | None, prog: str | None = None) -> argparse.Namespace:

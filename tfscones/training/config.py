@@ -267,9 +267,10 @@ def _apply_override(raw: dict, override: str) -> None:
             raise ConfigError(f"override {override!r}: {section!r} is not a section.")
     try:
         node[key] = read_yaml(value)
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
+        problem = " ".join(str(error).split())
         raise ConfigError(
-            f"{value!r} is not a YAML value.", dotted_key.strip(), "command line"
+            f"{value!r} is not a YAML value ({problem}).", dotted_key.strip(), "command line"
         ) from None
 
 

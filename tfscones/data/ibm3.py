@@ -1,40 +1,9 @@
-"""Moved to `tfscones.synthetic`: this shim re-exports the public IBM-3 names.
+"""Deprecated: IBM-3 moved to `tfscones.synthetic`; this name keeps existing imports working."""
 
-Estimation is in `tfscones.synthetic.estimation`, the model in `tfscones.synthetic.parameters`,
-temperature (eq. 10) in `tfscones.synthetic.tempering`, sampling in `tfscones.synthetic.sampling`
-and the parameter files in `tfscones.synthetic.parameter_files`. The old constants `NULL`,
-`UNK`, `NULL_ID` and `UNK_ID` are now `NULL_WORD`, `UNK_WORD`, `NULL_WORD_ID` and `UNK_WORD_ID`:
-IBM-3's `UNK_ID` of 1 shadowed the SentencePiece `tfscones.data.UNK_ID` of 2.
-"""
+import sys
+import warnings
 
-from tfscones.synthetic import (
-    MAX_EMPTY_RESAMPLES,
-    NULL_WORD,
-    NULL_WORD_ID,
-    UNK_WORD,
-    UNK_WORD_ID,
-    EstimationOptions,
-    IBM3Parameters,
-    SampledTranslation,
-    check_temperature,
-    estimate_ibm3,
-    sample_translation,
-    synthesize,
-    tempered,
-)
+from tfscones import synthetic as _moved
 
-__all__ = [
-    "MAX_EMPTY_RESAMPLES",
-    "NULL_WORD",
-    "NULL_WORD_ID",
-    "UNK_WORD",
-    "UNK_WORD_ID",
-    "EstimationOptions",
-    "IBM3Parameters",
-    "SampledTranslation",
-    "check_temperature",
-    "estimate_ibm3",
-    "sample_translation",
-    "synthesize",
-    "tempered",
-]
+warnings.warn("tfscones.data.ibm3 moved to tfscones.synthetic", DeprecationWarning, stacklevel=2)
+sys.modules[__name__] = _moved

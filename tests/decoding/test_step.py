@@ -5,28 +5,21 @@ import tensorflow as tf
 from tests.decoding.prefix_table import PrefixTableModel, make_table
 from tfscones import heads
 from tfscones.decoding import ParallelExperts, PrefixScoringModel, StepModel, greedy_decode
-from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer
+from tests import harness
+from tfscones.models import LatentExpertTransformer
 
-SIZES = dict(
-    vocabulary_size=13,
-    num_encoder_layers=1,
-    num_decoder_layers=1,
-    hidden_dim=8,
-    num_heads=2,
-    intermediate_dim=16,
-    max_sequence_length=6,
-)
+SIZES = dict(num_encoder_layers=1, num_decoder_layers=1, hidden_dim=8, intermediate_dim=16)
 
 
 def test_seq2seq_transformer_is_a_prefix_scoring_step_model():
-    model = Seq2SeqTransformer(**SIZES, head="sigmoid")
+    model = harness.small_model(13, "sigmoid", **SIZES)
     assert isinstance(model, StepModel)
     assert isinstance(model, PrefixScoringModel)
     assert isinstance(model.head, heads.OutputHead)
 
 
 def test_expert_adapter_is_a_step_model_without_prefix_scoring():
-    model = LatentExpertTransformer(**SIZES, num_experts=2)
+    model = harness.small_model(13, model_class=LatentExpertTransformer, num_experts=2, **SIZES)
     assert isinstance(model, PrefixScoringModel)
     experts = model.all_experts()
     assert isinstance(experts, ParallelExperts)

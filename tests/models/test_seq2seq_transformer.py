@@ -187,16 +187,8 @@ def copy_task(batch_size=64, length=5, seed=0):
 
 @pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
 def test_tiny_model_learns_copy_task(head):
-    model = Seq2SeqTransformer(
-        vocabulary_size=12,
-        num_encoder_layers=1,
-        num_decoder_layers=1,
-        hidden_dim=32,
-        num_heads=2,
-        intermediate_dim=64,
-        dropout=0.0,
-        max_sequence_length=8,
-        head=head,
+    model = harness.small_model(
+        12, head, num_encoder_layers=1, num_decoder_layers=1, hidden_dim=32, intermediate_dim=64
     )
     loss = model.head.loss()
     model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=loss)

@@ -59,3 +59,9 @@ def test_a_log_gets_each_progress_line_once(monkeypatch):
         "SCONES   step 3",
         "SCONES   done: 4 steps",
     ]
+
+
+def test_each_side_by_side_run_gets_its_own_cores():
+    assert demo.core_shares([0, 1], 2) == [{0}, {1}]
+    assert demo.core_shares([2, 3, 5, 7, 8], 2) == [{2, 3}, {5, 7}]
+    assert demo.core_shares([4], 2) == [{4}, {4}]

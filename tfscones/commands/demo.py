@@ -153,15 +153,15 @@ def train_side_by_side(configs: dict[str, ExperimentConfig]) -> dict[str, dict]:
     Raises:
         RuntimeError: if a child fails (with its traceback) or dies without a result.
     """
-    threads = max(1, len(os.sched_getaffinity(0)) // len(configs))
+    shares = core_shares(sorted(os.sched_getaffinity(0)), len(configs))
     print(f"\nTraining in {', '.join(str(c.run_dir) for c in configs.values())}:", flush=True)
     context = multiprocessing.get_context("spawn")
     messages = context.Queue()
     children = {
         label: context.Process(
-            target=train_in_child, args=(label, config, threads, messages), daemon=True
+            target=train_in_child, args=(label, config, cores, messages), daemon=True
         )
-        for label, config in configs.items()
+        for (label, config), cores in zip(configs.items(), shares, strict=True)
     }
     for child in children.values():
         child.start()
@@ -193,10 +193,28 @@ def check_children_alive(children: dict, results: dict) -> None:
             raise RuntimeError(f"training {label} ended with exit code {child.exitcode}")
 
 
-def train_in_child(label: str, config: ExperimentConfig, threads: int, messages) -> None:
-    """A child process's work: trains and scores one model, reporting through `messages`."""
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(threads)
+def core_shares(cores: list[int], parts: int) -> list[set[int]]:
+    """Splits the cores into `parts` disjoint, equal shares; with fewer cores, they share them.
+
+    Example:
+    >>> core_shares([0, 1, 2, 3], 2)
+    [{0, 1}, {2, 3}]
+    """
+    if len(cores) < parts:
+        return [set(cores)] * parts
+    size = len(cores) // parts
+    return [set(cores[part * size : (part + 1) * size]) for part in range(parts)]
+
+
+def train_in_child(label: str, config: ExperimentConfig, cores: set[int], messages) -> None:
+    """A child process's work: trains and scores one model on its cores, reporting to `messages`.
+
+    The child is pinned to its cores before TensorFlow starts its thread pools, one thread per
+    core: two unpinned processes wander between the cores and train about 10% fewer steps.
+    """
+    os.sched_setaffinity(0, cores)
+    tf.config.threading.set_intra_op_parallelism_threads(len(cores))
+    tf.config.threading.set_inter_op_parallelism_threads(len(cores))
     try:
         results = train_and_score(config, ProgressRelay(label, messages))
     except Exception:  # noqa: BLE001 -- the parent reports it; a child has no one to raise to

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tfscones.commands import demo, translate
-from tfscones.data import Tokenizer
+from tfscones.data import Tokenizer, default_bucket_lengths
 from tfscones.decoding import translate as translate_sentences
 from tfscones.models import load_model
 from tfscones.training import runner
@@ -186,3 +186,20 @@ def test_a_resumed_run_forgets_the_logged_epochs_it_trains_again(tmp_path):
     assert history.read_text(encoding="utf-8").splitlines() == ["epoch,loss", "0,4.0"]
     runner.keep_logged_epochs(history, 5)
     assert history.read_text(encoding="utf-8").splitlines() == ["epoch,loss", "0,4.0"]
+
+
+def test_an_xla_compiled_run_gets_batches_padded_to_their_bucket(tiny_overrides, tmp_path):
+    config = load_config(DEMO_CONFIG, tiny_overrides)
+    tokenizer = runner.prepare_tokenizer(config, tmp_path)
+    buckets = set(default_bucket_lengths(config.data.max_length + 1))
+
+    def lengths(static_shapes: bool) -> set[int]:
+        batches = runner.training_batches(config, tokenizer, static_shapes=static_shapes)
+        return {
+            int(length)
+            for inputs, targets in batches.take(40)
+            for length in (inputs["source_ids"].shape[1], targets.shape[1])
+        }
+
+    assert lengths(static_shapes=True) <= buckets
+    assert not lengths(static_shapes=False) <= buckets

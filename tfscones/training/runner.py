@@ -185,8 +185,17 @@ def _write_training_text(config: ExperimentConfig, run_dir: Path, limit: int | N
     return paths
 
 
-def training_batches(config: ExperimentConfig, tokenizer: Tokenizer) -> tf.data.Dataset:
-    """Shuffled, repeated, token-batched training data, sharded by data across workers."""
+def training_batches(
+    config: ExperimentConfig, tokenizer: Tokenizer, static_shapes: bool = False
+) -> tf.data.Dataset:
+    """Shuffled, repeated, token-batched training data, sharded by data across workers.
+
+    Args:
+        config: The experiment.
+        tokenizer: The run's tokenizer.
+        static_shapes: Pad every batch to its bucket's length, so that an XLA-compiled training
+            step is compiled once per bucket instead of once per batch length.
+    """
     data = config.data
     batches = translation_dataset(
         pairs_dataset(config, "train"),
@@ -196,6 +205,7 @@ def training_batches(config: ExperimentConfig, tokenizer: Tokenizer) -> tf.data.
         max_length_ratio=data.max_length_ratio,
         shuffle_buffer_size=data.shuffle_buffer_size,
         repeat=True,
+        static_shapes=static_shapes,
         seed=config.training.seed,
     )
     options = tf.data.Options()
@@ -517,7 +527,8 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
     fit_callbacks = training_callbacks(
         config, run_dir, schedule, tokenizer, dev_sources, dev_references, progress
     )
-    fit(config, model, training_batches(config, tokenizer), fit_callbacks)
+    batches = training_batches(config, tokenizer, static_shapes=bool(model.jit_compile))
+    fit(config, model, batches, fit_callbacks)
     steps = int(model.optimizer.iterations.numpy())
     averaged_bleu = keep_checkpoint_average(model, fit_callbacks)
     results = {

@@ -4,10 +4,12 @@
         --sentences ../shared/data/multi30k-en-de/test_2016_flickr.en --count 50 --budget 5000
 
 Runs `tfscones.decoding.exact_translate` on the first `--count` sentences of each run (64
-searched side by side, prefixes scored in batched model calls of up to 256 rows) and prints one
-row per run: states per second (the search's own time, its initial beam-4 search included, the
-scorer traced beforehand), the distribution of states per sentence, and the fraction of
-sentences that reached the budget without proving their translation optimal.
+searched side by side) and prints one row per run: states per second (the search's own time, its
+initial beam-4 search included, the decoder step traced beforehand), the distribution of states
+per sentence, and the fraction of sentences that reached the budget without proving their
+translation optimal. A state is one expanded prefix and costs one cached decoder step (one
+position, from its parent's keys and values), batched with the states of other prefixes and
+sentences into steps of up to 256 rows; it no longer runs its whole prefix through the decoder.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def main() -> None:
     for run in arguments.runs:
         model = load_model(run / "model.keras")
         tokenizer = Tokenizer.from_file(run / "spm.model")
-        exact_translate(model, tokenizer, sentences[:2], state_budget=10)  # Traces the scorer.
+        exact_translate(model, tokenizer, sentences[:2], state_budget=10)  # Traces the step.
         started = time.perf_counter()
         results = [
             result

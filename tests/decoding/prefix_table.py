@@ -39,21 +39,12 @@ class PrefixTableModel(harness.FakeStepModel):
         return tf.zeros([batch_size, max_length], tf.int32)
 
     def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
+        """`index` is one position for all rows, or one per row (`[rows]`, as in exact search)."""
+        index = tf.reshape(index, [-1, 1])
         cache = tf.where(tf.range(tf.shape(cache)[1]) == index, token_ids[:, None], cache)
         code = prefix_code(cache[:, 1:], index)
         rows = tf.stack([sentence_of(encoder_outputs), code], axis=1)
         return tf.gather_nd(self.table, rows), cache
-
-    def next_token_logits(self, prefix_ids, prefix_lengths, encoder_outputs, padding_mask):
-        """The table's row of each whole prefix (BOS first, `prefix_lengths` long)."""
-        del padding_mask
-        self.steps += 1
-        tokens = prefix_ids[:, 1:WIDTH]
-        length = prefix_lengths - 1
-        powers = VOCAB ** tf.range(WIDTH - 1)
-        used = tf.cast(tf.range(WIDTH - 1)[tf.newaxis] < length[:, tf.newaxis], tf.int32)
-        code = (VOCAB**length - 1) // (VOCAB - 1) + tf.reduce_sum(tokens * powers * used, axis=1)
-        return tf.gather_nd(self.table, tf.stack([sentence_of(encoder_outputs), code], axis=1))
 
 
 def sentence_of(encoder_outputs):
@@ -63,10 +54,18 @@ def sentence_of(encoder_outputs):
 
 
 def prefix_code(tokens, length):
-    """Numbers the prefixes of every length: `offset(length) + sum tokens[j] * VOCAB**j`."""
+    """Numbers the prefixes of every length: `offset(length) + sum tokens[j] * VOCAB**j`.
+
+    Args:
+        tokens: int `[rows, positions]`, each row's prefix first.
+        length: int `[rows, 1]` (or `[1, 1]`, all rows alike), the prefixes' lengths.
+
+    Returns:
+        int `[rows]`.
+    """
     powers = VOCAB ** tf.range(WIDTH - 1)
     used = tf.cast(tf.range(WIDTH - 1) < length, tf.int32)
-    offset = (VOCAB**length - 1) // (VOCAB - 1)
+    offset = (VOCAB ** length[:, 0] - 1) // (VOCAB - 1)
     return offset + tf.reduce_sum(tokens[:, : WIDTH - 1] * powers * used, axis=1)
 
 

@@ -15,8 +15,10 @@ from tests.decoding.prefix_table import (
     make_table,
 )
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
+from tfscones.decoding import ParallelExperts
 from tfscones.decoding.beam import beam_search
 from tfscones.decoding.exact import exact_search
+from tfscones.models import LatentExpertTransformer
 
 
 @pytest.mark.parametrize("head", HEADS)
@@ -70,7 +72,7 @@ def test_the_budget_stops_the_search_and_marks_it_incomplete():
     assert max(result.states for result in unbounded) > 3
     bounded = exact_search(model, SOURCE, beam_size=1, state_budget=3, **UNLIMITED)
     for cut, full in zip(bounded, unbounded, strict=True):
-        assert cut.states <= 3
+        assert cut.states == min(3, full.states)
         assert cut.complete == (full.states <= 3)
         assert cut.initial_score <= cut.score <= full.score + 1e-6
     assert not all(result.complete for result in bounded)
@@ -84,8 +86,11 @@ def test_scoring_prefixes_one_row_per_call_changes_nothing():
     assert [r.states for r in batched] == [r.states for r in one_by_one]
 
 
-def real_model_brute_force(model, source, limit):
-    """Every sequence within `limit` tokens (ending with EOS or `limit` long), teacher-forced."""
+def real_model_brute_force(model, source, limit, **inputs):
+    """Every sequence within `limit` tokens (ending with EOS or `limit` long), teacher-forced.
+
+    `inputs` go to the model's `call` too (a latent-expert model's `expert`, one per source).
+    """
     sequences = [
         tokens
         for length in range(1, limit + 1)
@@ -95,7 +100,8 @@ def real_model_brute_force(model, source, limit):
     target_out = tf.ragged.constant(sequences, tf.int32).to_tensor()
     target_in = tf.concat([tf.fill([len(sequences), 1], BOS_ID), target_out[:, :-1]], axis=1)
     sources = tf.repeat(source, len(sequences), axis=0)
-    logits = model({"source_ids": sources, "target_in_ids": target_in})
+    repeated = {name: tf.repeat(value, len(sequences), axis=0) for name, value in inputs.items()}
+    logits = model({"source_ids": sources, "target_in_ids": target_in, **repeated})
     token_scores = tf.gather(model.head.log_scores(logits), target_out, batch_dims=2)
     mask = tf.sequence_mask([len(tokens) for tokens in sequences], limit)
     scores = tf.reduce_sum(tf.where(mask, token_scores, 0.0), axis=1).numpy()
@@ -114,6 +120,79 @@ def test_on_a_real_model_exact_search_finds_the_enumerated_optimum(head):
         assert result.complete
         assert result.ids == tokens
         assert result.score == pytest.approx(score, rel=1e-4, abs=1e-5)
+
+
+def test_latent_experts_search_as_they_are_trained_bos_first_and_one_expert_per_row():
+    """Exact search's optimum is that of teacher forcing through `call`, where BOS is expert 0."""
+    model = harness.tiny_model(8, model_class=LatentExpertTransformer, num_experts=2)
+    source = tf.constant([[4, 5, 6, EOS_ID], [7, 5, EOS_ID, 0]], tf.int32)
+    limit = {"max_length_a": 0.0, "max_length_b": 3.0}
+    for b, result in enumerate(exact_search(model, source, beam_size=1, **limit)):
+        tokens, score = real_model_brute_force(model, source[b : b + 1], limit=3)
+        assert (result.ids, result.complete) == (tokens, True)
+        assert result.score == pytest.approx(score, rel=1e-4, abs=1e-5)
+    experts = ParallelExperts(model)
+    results = exact_search(experts, experts.tile_sources(source), beam_size=1, **limit)
+    for row, result in enumerate(results):
+        b, expert = divmod(row, 2)
+        expert_input = tf.constant([expert], tf.int32)
+        tokens, score = real_model_brute_force(model, source[b : b + 1], 3, expert=expert_input)
+        assert (result.ids, result.complete) == (tokens, True)
+        assert result.score == pytest.approx(score, rel=1e-4, abs=1e-5)
+
+
+class UncachedSteps:
+    """A Transformer stepped without its cache: each step runs the whole prefix through it.
+
+    How exact search scored prefixes before it kept caches. The cache holds the fed tokens;
+    `decode_step` writes the token at `index` (one per row, or one for all) and teacher-forces
+    the row's tokens through `model.decode`, reading the logits at `index`. Its cross-attention
+    cache is unused (zeros, one per row).
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.head = model.head
+        self.max_sequence_length = model.max_sequence_length
+
+    def encode(self, source_ids):
+        return self.model.encode(source_ids)
+
+    def cross_attention_cache(self, encoder_outputs):
+        return tf.zeros(tf.shape(encoder_outputs)[:1])
+
+    def initial_cache(self, batch_size, max_length):
+        return tf.zeros([batch_size, max_length], tf.int32)
+
+    def decode_step(self, token_ids, encoder_outputs, padding_mask, cache, index, **_):
+        index = tf.broadcast_to(index, tf.shape(token_ids))
+        written = tf.range(tf.shape(cache)[1])[tf.newaxis] == index[:, tf.newaxis]
+        cache = tf.where(written, token_ids[:, tf.newaxis], cache)
+        logits = self.model.decode(cache, encoder_outputs, padding_mask, training=False)
+        return tf.gather(logits, index, batch_dims=1), cache
+
+
+@pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
+@pytest.mark.parametrize("budget", [10, 1000])
+def test_cached_steps_search_exactly_as_whole_prefix_scoring(head, budget):
+    """Same answers, states and completeness as scoring every prefix from scratch."""
+    model = harness.tiny_model(10, head, eos_bias=-4.0)  # Long searches: EOS is unlikely.
+    source = tf.constant([[4, 5, 6, EOS_ID], [7, 5, EOS_ID, 0], [9, EOS_ID, 0, 0]], tf.int32)
+    settings = dict(beam_size=1, state_budget=budget, rows_per_call=16, max_length_a=1.0)
+    cached = exact_search(model, source, max_length_b=3.0, **settings)
+    uncached = exact_search(UncachedSteps(model), source, max_length_b=3.0, **settings)
+    assert [r.ids for r in cached] == [r.ids for r in uncached]
+    assert [r.states for r in cached] == [r.states for r in uncached]
+    assert [r.complete for r in cached] == [r.complete for r in uncached]
+    for mine, theirs in zip(cached, uncached, strict=True):
+        assert mine.score == pytest.approx(theirs.score, rel=1e-5, abs=1e-5)
+        assert mine.initial_score == pytest.approx(theirs.initial_score, rel=1e-5, abs=1e-5)
+    if budget == 10:
+        assert not all(result.complete for result in cached)
+        assert all(result.states == budget for result in cached if not result.complete)
+    else:
+        assert all(result.complete for result in cached)
+        assert max(result.states for result in cached) > 16
 
 
 @pytest.mark.parametrize(

@@ -206,3 +206,36 @@ def test_summary_lists_every_layer():
     text = "\n".join(lines)
     assert "decoder_layer_1" in text and "output_projection" in text
     assert f"{model.count_params():,}" in text
+
+
+@pytest.mark.parametrize("overrides", [{}, {"normalize_first": True, "tie_embeddings": True}])
+def test_rows_at_their_own_positions_step_like_the_full_forward_pass(overrides):
+    """Rows stepped at different positions from one cache: the logits of teacher forcing.
+
+    Each row's positions from its own on hold noise, which the step must neither attend to
+    nor leave at the row's position.
+    """
+    model = harness.small_model(VOCAB, "softmax", **overrides)
+    full = model(INPUTS, training=False).numpy()
+    encoder_outputs, padding_mask = model.encode(SOURCE)
+    cross_cache = model.cross_attention_cache(encoder_outputs)
+    cache = model.initial_cache(3, 8)
+    for t in range(TARGET_IN.shape[1]):
+        _, cache = model.decode_step(
+            TARGET_IN[:, t], encoder_outputs, padding_mask, cache, t, cross_cache
+        )
+    positions = np.array([2, 5, 0], np.int32)
+    later = np.arange(8)[None, :] >= positions[:, None]
+    noise = np.random.default_rng(0).normal(size=cache.shape).astype(np.float32)
+    noisy_cache = np.where(later[:, None, None, :, None, None], noise, cache.numpy())
+    tokens = TARGET_IN[np.arange(3), positions]
+    logits, stepped_cache = model.decode_step(
+        tokens, encoder_outputs, padding_mask, noisy_cache, tf.constant(positions), cross_cache
+    )
+    np.testing.assert_allclose(logits.numpy(), full[np.arange(3), positions], atol=1e-4)
+    for row, position in enumerate(positions):
+        np.testing.assert_allclose(
+            stepped_cache[row, :, :, : position + 1].numpy(),
+            cache[row, :, :, : position + 1].numpy(),
+            atol=1e-5,
+        )

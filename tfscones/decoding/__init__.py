@@ -34,7 +34,7 @@ from tfscones.decoding.experts import ExpertStates, ParallelExperts, decode_expe
 from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
 from tfscones.decoding.search import METHODS, NBest, Search
-from tfscones.decoding.step import PrefixScoringModel, StepModel
+from tfscones.decoding.step import StepModel
 from tfscones.decoding.translate import (
     compiled_search,
     source_ids_for_model,
@@ -54,7 +54,6 @@ __all__ = [
     "GreedyOutput",
     "NBest",
     "ParallelExperts",
-    "PrefixScoringModel",
     "SamplingOutput",
     "Search",
     "StepModel",

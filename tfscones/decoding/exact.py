@@ -11,21 +11,27 @@ are found early.
 
 The search space is the one every decoder here searches (see `tfscones.decoding.common`): the
 token sequences that end with EOS within the sentence's length limit, plus those that reach the
-limit without EOS. Sentences search side by side, and the prefixes they expand are scored in
-batched calls of `model.next_token_logits` (no cache: prefixes share none) of up to
-`rows_per_call` rows; a sentence left with few others expands several of its prefixes per
-call. A state is one expanded prefix (one row of a model call). A sentence stops, marked
-incomplete, when it has expanded `state_budget` prefixes (the paper's 1M); its answer is then
-the best found so far, which is no longer guaranteed optimal (the paper's Table 7 reports how
+limit without EOS. A state is one expanded prefix, and it costs one cached decoder step: the
+prefix's last token goes through `model.decode_step` at its position, attending to its parent's
+cached keys and values, which gives the scores of its children and its own keys and values at
+that position. An expanded prefix whose children are still to be tried (a frame) keeps its cache
+in a pool with one slot per position: a frame's cache is the list of its positions' slots, shared
+with its descendants, so a frame costs one position of memory, and a slot is freed once no frame
+holds it. Sentences search side by side, and up to `rows_per_call` states, of many frames and
+sentences and so at different positions, take one batched step (`decode_step` with a position per
+row); a sentence left with few others expands several of its prefixes per step. A sentence stops,
+marked incomplete, when it has expanded `state_budget` prefixes (the paper's 1M); its answer is
+then the best found so far, which is no longer guaranteed optimal (the paper's Table 7 reports how
 often this happens).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -34,12 +40,12 @@ from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import Search
-from tfscones.decoding.step import PrefixScoringModel
+from tfscones.decoding.step import StepModel
 from tfscones.decoding.translate import compiled_search, source_ids_for_model
 
 DEFAULT_STATE_BUDGET = 1_000_000
 DEFAULT_ROWS_PER_CALL = 256
-PREFIX_LENGTH_MULTIPLE = 8
+CACHE_LENGTH_MULTIPLE = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +56,7 @@ class ExactSearchResult:
         ids: The translation's tokens, its EOS included (absent only when the translation
             reached the sentence's length limit).
         score: The sum of the head's log scores of `ids`.
-        states: Prefixes expanded (model-call rows) for this sentence.
+        states: Prefixes expanded (decoder-step rows) for this sentence.
         complete: True if the search proved `ids` optimal; False if it stopped at its state
             budget, when `ids` is the best found so far.
         initial_score: The score of the beam-search hypothesis the search started from.
@@ -69,15 +75,146 @@ class ExactSearchResult:
 
 
 class _Frame:
-    """A prefix's children that beat the bound when it was expanded, best first, and a cursor."""
+    """An expanded prefix: its children that beat the bound, best first, a cursor, its cache.
 
-    __slots__ = ("prefix", "tokens", "scores", "next")
+    Attributes:
+        prefix: The prefix's tokens (BOS excluded).
+        slots: int32 `[len(prefix) + 1]`, the `_CachePool` slots of the keys and values of its
+            positions, BOS first: the cache its children's decoder steps attend to.
+        tokens: The children's last tokens, best first.
+        scores: The children's scores, in the same order.
+        next: The index of the next child to try.
+    """
 
-    def __init__(self, prefix: tuple[int, ...], tokens: np.ndarray, scores: np.ndarray):
-        self.prefix, self.tokens, self.scores, self.next = prefix, tokens, scores, 0
+    __slots__ = ("prefix", "slots", "tokens", "scores", "next")
+
+    def __init__(
+        self, prefix: tuple[int, ...], slots: np.ndarray, tokens: np.ndarray, scores: np.ndarray
+    ):
+        self.prefix, self.slots, self.tokens, self.scores, self.next = (
+            prefix,
+            slots,
+            tokens,
+            scores,
+            0,
+        )
 
     def next_beats(self, bound: float) -> bool:
         return self.next < len(self.tokens) and self.scores[self.next] > bound
+
+
+class _State(NamedTuple):
+    """A prefix to expand: one row of a decoder step, from its parent frame's cache.
+
+    The step feeds the prefix's last token (BOS for the empty prefix) at position
+    `len(prefix)`, attending to the parent's `len(prefix)` cached positions.
+
+    Attributes:
+        score: The prefix's score.
+        prefix: Its tokens (BOS excluded).
+        parent_slots: The parent frame's `slots` (none for the empty prefix).
+    """
+
+    score: float
+    prefix: tuple[int, ...]
+    parent_slots: np.ndarray
+
+    @property
+    def token(self) -> int:
+        return self.prefix[-1] if self.prefix else BOS_ID
+
+
+class _CacheLayout(NamedTuple):
+    """Where a `StepModel`'s self-attention cache keeps its positions, found from two caches.
+
+    A cache has the rows first and one axis of positions (`StepModel.initial_cache`); an
+    entry is one row at one position, the cache's shape without those two axes.
+
+    Attributes:
+        position_axis: The axis of positions.
+        entry_shape: The shape of one entry.
+        dtype: The cache's dtype.
+    """
+
+    position_axis: int
+    entry_shape: tuple[int, ...]
+    dtype: tf.DType
+
+    @classmethod
+    def of(cls, model: StepModel) -> _CacheLayout:
+        """The layout of `model.initial_cache`: the one axis whose length is `max_length`."""
+        cache = model.initial_cache(1, 1)
+        shape, longer = cache.shape, model.initial_cache(1, 2).shape
+        axes = [axis for axis in range(shape.rank) if shape[axis] != longer[axis]]
+        if len(axes) != 1 or axes[0] == 0:
+            raise ValueError(f"a cache needs one axis of positions after the rows: {shape}.")
+        (axis,) = axes
+        return cls(axis, tuple(shape[1:axis]) + tuple(shape[axis + 1 :]), cache.dtype)
+
+    def zeros(self, count: int) -> tf.Tensor:
+        return tf.zeros([count, *self.entry_shape], self.dtype)
+
+    def cache(self, entries: tf.Tensor) -> tf.Tensor:
+        """A cache from `[rows, positions, *entry_shape]` entries (positions moved in place)."""
+        axes = list(range(2, self.position_axis + 1)) + [1]
+        rest = list(range(self.position_axis + 1, len(self.entry_shape) + 2))
+        return tf.transpose(entries, [0, *axes, *rest])
+
+    def entries_at(self, cache: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
+        """Each row's entry at its position: `[rows, *entry_shape]`."""
+        return tf.gather(cache, positions, axis=self.position_axis, batch_dims=1)
+
+
+class _CachePool:
+    """The decoder's keys and values of expanded prefixes, one position per slot.
+
+    A prefix's cache is the list of its positions' slots: a child adds one slot to its
+    parent's list and shares the rest, so a frame costs one position of memory, not a whole
+    cache. `entries` is a variable `[capacity, *entry_shape]`, where an entry is a cache row
+    at one position (`_CacheLayout`). Frames hold their slots (a count per slot), and a slot
+    returns to the free list when no frame holds it. Slot 0 is never handed out: its zeros
+    pad every row's cache after the row's positions. The pool doubles when it runs out.
+
+    Args:
+        layout: The model's `_CacheLayout`.
+        capacity: Slots to start with.
+    """
+
+    def __init__(self, layout: _CacheLayout, capacity: int):
+        self._layout = layout
+        self.entries = tf.Variable(layout.zeros(capacity), trainable=False)
+        self._holders = np.zeros(capacity, np.int64)
+        self._free = list(range(capacity - 1, 0, -1))
+
+    def allocate(self, count: int) -> np.ndarray:
+        """`count` free slots, for the states of one step; `hold` or `free` each afterwards."""
+        if len(self._free) < count:
+            self._grow(count)
+        slots = np.array(self._free[-count:], np.int32)
+        del self._free[-count:]
+        return slots
+
+    def hold(self, slots: np.ndarray) -> None:
+        """Records one more frame whose cache is `slots`."""
+        self._holders[slots] += 1
+
+    def release(self, slots: np.ndarray) -> None:
+        """Records that a frame whose cache is `slots` is gone; frees the slots none holds."""
+        self._holders[slots] -= 1
+        self._free.extend(slots[self._holders[slots] == 0].tolist())
+
+    def free(self, slot: int) -> None:
+        """Frees an allocated slot that no frame came to hold."""
+        self._free.append(slot)
+
+    def _grow(self, count: int) -> None:
+        capacity = len(self._holders)
+        added = max(capacity, count)
+        self.entries = tf.Variable(
+            tf.concat([self.entries, self._layout.zeros(added)], axis=0), trainable=False
+        )
+        self._holders = np.concatenate([self._holders, np.zeros(added, np.int64)])
+        self._free.extend(range(capacity + added - 1, capacity - 1, -1))
 
 
 class _SentenceSearch:
@@ -87,53 +224,78 @@ class _SentenceSearch:
     the next child of the top (deepest) frame, so it tries each prefix's best child first, and
     drops a frame as soon as its next child cannot beat the best translation (nor can the worse
     ones after it). Children are kept as arrays, not pushed one by one, which matters when a
-    loose bound lets thousands of a prefix's children through.
+    loose bound lets thousands of a prefix's children through. Frames hold their caches in the
+    `_CachePool`; a frame dropped while its children were being popped lets go of its cache at
+    the next `pop`, once those children have been expanded from it.
     """
 
-    def __init__(self, limit: int, ids: tuple[int, ...], score: float, budget: int):
+    def __init__(
+        self, limit: int, ids: tuple[int, ...], score: float, budget: int, pool: _CachePool
+    ):
         self.limit = limit
         self.best_ids = ids
         self.best_score = score
         self.initial_score = score
         self.budget = budget
         self.states = 0
-        root = _Frame((), np.array([-1]), np.array([0.0]))
+        self._pool = pool
+        root = _Frame((), np.zeros([0], np.int32), np.array([-1]), np.array([0.0]))
         self._stack = [root] if 0.0 > score else []
+        self._dropped: list[_Frame] = []
 
     @property
     def done(self) -> bool:
         return not self._stack or self.states >= self.budget
 
-    def pop(self, count: int) -> list[tuple[float, tuple[int, ...]]]:
+    def pop(self, count: int) -> list[_State]:
         """Up to `count` prefixes that can still beat the best, within the budget."""
+        self._release_dropped()
         count = min(count, self.budget - self.states)
         popped = []
         while self._stack and len(popped) < count:
             frame = self._stack[-1]
             if not frame.next_beats(self.best_score):
-                self._stack.pop()
+                self._dropped.append(self._stack.pop())
                 continue
             token, score = frame.tokens[frame.next], frame.scores[frame.next]
             frame.next += 1
-            popped.append((float(score), frame.prefix + ((int(token),) if token >= 0 else ())))
+            prefix = frame.prefix + ((int(token),) if token >= 0 else ())
+            popped.append(_State(float(score), prefix, frame.slots))
         self.states += len(popped)
         return popped
 
-    def expand(self, score: float, prefix: tuple[int, ...], log_scores: np.ndarray) -> None:
-        """Completes the prefix's children that beat the best, or pushes them as a frame."""
-        child_scores = score + log_scores.astype(np.float64)
+    def expand(self, state: _State, log_scores: np.ndarray, slot: int) -> None:
+        """Completes the state's children that beat the best, or pushes them as a frame.
+
+        Args:
+            state: The expanded prefix.
+            log_scores: The head's log scores of its next token.
+            slot: The pool slot of its last position's keys and values.
+        """
+        prefix = state.prefix
+        child_scores = state.score + log_scores.astype(np.float64)
         if child_scores[EOS_ID] > self.best_score:
             self._improve(prefix + (EOS_ID,), child_scores[EOS_ID])
         child_scores[EOS_ID] = -np.inf
         candidates = np.flatnonzero(child_scores > self.best_score)
         if candidates.size == 0:
+            self._pool.free(slot)
             return
         if len(prefix) + 1 == self.limit:
             best = candidates[np.argmax(child_scores[candidates])]
             self._improve(prefix + (int(best),), child_scores[best])
+            self._pool.free(slot)
             return
         order = candidates[np.argsort(-child_scores[candidates], kind="stable")]
-        self._stack.append(_Frame(prefix, order, child_scores[order]))
+        frame = _Frame(prefix, np.append(state.parent_slots, slot), order, child_scores[order])
+        self._pool.hold(frame.slots)
+        self._stack.append(frame)
+
+    def close(self) -> None:
+        """Lets go of every frame's cache; the search is done (it still gives its `result`)."""
+        self._release_dropped()
+        for frame in self._stack:
+            self._pool.release(frame.slots)
 
     def result(self) -> ExactSearchResult:
         return ExactSearchResult(
@@ -147,9 +309,14 @@ class _SentenceSearch:
     def _improve(self, ids: tuple[int, ...], score: float) -> None:
         self.best_ids, self.best_score = ids, float(score)
 
+    def _release_dropped(self) -> None:
+        for frame in self._dropped:
+            self._pool.release(frame.slots)
+        self._dropped = []
+
 
 def exact_search(
-    model: PrefixScoringModel,
+    model: StepModel,
     source_ids: tf.Tensor,
     state_budget: int = DEFAULT_STATE_BUDGET,
     beam_size: int = 4,
@@ -167,12 +334,12 @@ def exact_search(
     ```
 
     Args:
-        model: A `PrefixScoringModel` (`tfscones.decoding.step`): a `StepModel` for the initial
-            beam search, with `next_token_logits`, as `Seq2SeqTransformer` has them.
+        model: A `StepModel` (`tfscones.decoding.step`) whose `decode_step` takes one position
+            per row, as `Seq2SeqTransformer`'s does.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         state_budget: Most prefixes a sentence may expand before it stops (incomplete).
         beam_size: Beam of the search that gives the initial lower bound.
-        rows_per_call: Most prefixes scored in one model call.
+        rows_per_call: Most prefixes expanded in one decoder step.
         max_length: Most output tokens, EOS included (default: the model's
             `max_sequence_length`).
         max_length_a: Output tokens allowed per source token.
@@ -201,90 +368,135 @@ def exact_search(
         max_length_b=max_length_b,
     )
     initial = compiled_search(model, beam)(source_ids)
-    encoder_outputs, source_padding_mask = model.encode(source_ids)
-    limits = common.output_length_limits(source_ids, max_length_a, max_length_b, width)
+    source = common.encode_source(model, source_ids, width, max_length_a, max_length_b)
+    limits = source.max_lengths.numpy()
+    pool = _CachePool(
+        _CacheLayout.of(model), capacity=len(limits) * (int(limits.max()) + 1) + rows_per_call + 1
+    )
     searches = [
         _SentenceSearch(
             limit=int(limit),
             ids=tuple(int(t) for t in ids[:length]),
             score=float(score),
             budget=state_budget,
+            pool=pool,
         )
         for limit, ids, length, score in zip(
-            limits.numpy(),
+            limits,
             initial.ids[:, 0].numpy(),
             initial.lengths[:, 0].numpy(),
             initial.scores[:, 0].numpy(),
             strict=True,
         )
     ]
-    source = (encoder_outputs, source_padding_mask)
-    _search_side_by_side(model, source, searches, rows_per_call)
+    step = functools.partial(
+        _step_states,
+        _cached_step(model),
+        pool,
+        (source.encoder_outputs, source.source_padding_mask, source.cross_attention_cache),
+    )
+    _search_side_by_side(step, searches, rows_per_call)
     return [search.result() for search in searches]
 
 
-def _search_side_by_side(
-    model: PrefixScoringModel,
-    source: tuple[tf.Tensor, tf.Tensor],
-    searches: list[_SentenceSearch],
-    rows_per_call: int,
-) -> None:
-    """Runs every sentence's search, scoring the prefixes of all of them in shared calls."""
-    score_prefixes = _prefix_scorer(model)
+def _search_side_by_side(step, searches: list[_SentenceSearch], rows_per_call: int) -> None:
+    """Runs every sentence's search, expanding the prefixes of all of them in shared steps.
+
+    Args:
+        step: `step(requests) -> (log_scores, slots)` for a list of `(sentence, _State)`:
+            the head's log scores `[len(requests), vocabulary]` of each state's next token,
+            and the pool slot of each state's last position.
+        searches: The sentences' searches.
+        rows_per_call: Most states per step.
+    """
     active = [i for i, search in enumerate(searches) if not search.done]
     while active:
         per_sentence = max(1, rows_per_call // len(active))
         requests = [
-            (i, score, tokens)
-            for i in active[:rows_per_call]
-            for score, tokens in searches[i].pop(per_sentence)
+            (i, state) for i in active[:rows_per_call] for state in searches[i].pop(per_sentence)
         ]
         if requests:
-            log_scores = _score_requests(score_prefixes, source, requests)
+            log_scores, slots = step(requests)
             # In reverse, so that each sentence's best popped prefix ends on top of its stack.
-            for (i, score, tokens), row_scores in reversed(
-                list(zip(requests, log_scores, strict=True))
+            for (i, state), row_scores, slot in reversed(
+                list(zip(requests, log_scores, slots.tolist(), strict=True))
             ):
-                searches[i].expand(score, tokens, row_scores)
+                searches[i].expand(state, row_scores, slot)
+        for i in active:
+            if searches[i].done:
+                searches[i].close()
         active = [i for i in active if not searches[i].done]
 
 
-def _score_requests(score_prefixes, source: tuple, requests: list) -> np.ndarray:
-    """The log scores `[len(requests), vocabulary]` after each `(sentence, score, prefix)`."""
-    rows = tf.constant([i for i, _, _ in requests], tf.int32)
-    prefixes, lengths = _padded_prefixes([tokens for _, _, tokens in requests])
-    rows_source = tf.nest.map_structure(lambda x: tf.gather(x, rows), source)
-    return score_prefixes(rows_source, prefixes, lengths).numpy()
+def _step_states(step, pool: _CachePool, source: tuple, requests: list) -> tuple:
+    """One batched decoder step of `(sentence, _State)` requests, each from its parent's cache.
+
+    Args:
+        step: From `_cached_step`.
+        pool: The cache pool; each state's new keys and values go to a slot allocated here.
+        source: The sentences' `(encoder_outputs, source_padding_mask, cross_attention_cache)`.
+        requests: The states, with the index of their sentence.
+
+    Returns:
+        `(log_scores, slots)`: float32 `[len(requests), vocabulary]` and int32
+        `[len(requests)]`, the slot of each state's last position.
+    """
+    slots = pool.allocate(len(requests))
+    positions = np.array([len(state.prefix) for _, state in requests], np.int32)
+    width = CACHE_LENGTH_MULTIPLE * math.ceil((positions.max() + 1) / CACHE_LENGTH_MULTIPLE)
+    parent_slots = np.zeros([len(requests), width], np.int32)
+    for row, (_, state) in enumerate(requests):
+        parent_slots[row, : len(state.parent_slots)] = state.parent_slots
+    log_scores = step(
+        pool.entries,
+        source,
+        tf.constant([i for i, _ in requests], tf.int32),
+        tf.constant(parent_slots),
+        tf.constant(positions),
+        tf.constant([state.token for _, state in requests], tf.int32),
+        tf.constant(slots),
+    )
+    return log_scores.numpy(), slots
 
 
-def _padded_prefixes(prefixes: Sequence[tuple[int, ...]]) -> tuple[tf.Tensor, tf.Tensor]:
-    """BOS + tokens, padded to a multiple of 8 columns so few shapes are traced; and lengths."""
-    lengths = np.array([len(tokens) + 1 for tokens in prefixes], np.int32)
-    columns = PREFIX_LENGTH_MULTIPLE * math.ceil(lengths.max() / PREFIX_LENGTH_MULTIPLE)
-    padded = np.full([len(prefixes), columns], PAD_ID, np.int32)
-    padded[:, 0] = BOS_ID
-    for row, tokens in enumerate(prefixes):
-        padded[row, 1 : len(tokens) + 1] = tokens
-    return tf.constant(padded), tf.constant(lengths)
+def _cached_step(model: StepModel):
+    """The `tf.function` of one decoder step of states from their parents' cached positions.
 
-
-def _prefix_scorer(model: PrefixScoringModel):
-    """The `tf.function` of the head's log scores after each prefix, made once per model."""
+    `step(entries, source, sentences, parent_slots, positions, tokens, slots)` gathers each
+    row's cache from the pool's `entries` (`parent_slots`, padded with slot 0, holds at least
+    `positions + 1` columns), its sentence's source tensors, steps `tokens` at `positions`,
+    writes each row's new entry to its slot in `entries`, and returns the head's log scores.
+    Made once per model.
+    """
 
     def build(model_ref):
+        layout = _CacheLayout.of(model_ref())
+
         @tf.function(reduce_retracing=True)
-        def score(source, prefixes, lengths):
+        def step(entries, source, sentences, parent_slots, positions, tokens, slots):
             model = model_ref()
-            logits = model.next_token_logits(prefixes, lengths, *source)
+            cache = layout.cache(tf.gather(entries, parent_slots))
+            encoder_outputs, padding_mask, cross_attention_cache = tf.nest.map_structure(
+                lambda tensor: tf.gather(tensor, sentences), source
+            )
+            logits, cache = model.decode_step(
+                tokens,
+                encoder_outputs,
+                padding_mask,
+                cache,
+                positions,
+                cross_attention_cache=cross_attention_cache,
+            )
+            entries.scatter_update(tf.IndexedSlices(layout.entries_at(cache, positions), slots))
             return model.head.log_scores(logits)
 
-        return score
+        return step
 
-    return per_model_function(model, (_prefix_scorer,), build)
+    return per_model_function(model, (_cached_step,), build)
 
 
 def exact_translate(
-    model: PrefixScoringModel,
+    model: StepModel,
     tokenizer: Any,
     sentences: Sequence[str],
     batch_size: int = 64,

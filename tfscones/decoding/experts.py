@@ -42,8 +42,8 @@ class ParallelExperts:
 
     It is a `tfscones.decoding.step.StepModel` (`encode`, `cross_attention_cache`,
     `initial_cache`, `decode_step`, `head`, `max_sequence_length`), so the decoders of
-    `tfscones.decoding` run it unchanged; it has no `next_token_logits`, so exact search does
-    not take it. Its rows are sources tiled K times: row `b * K + k` of
+    `tfscones.decoding`, exact search included, run it unchanged. Its rows are sources tiled K
+    times: row `b * K + k` of
     `tile_sources(source_ids)` is sentence b decoded by expert k, whose embedding replaces the
     BOS token a decoder feeds at index 0. Every decoder derives its row count and length limits
     from the source ids it is given, so the tiling happens before the decoder is called:
@@ -127,7 +127,7 @@ class ParallelExperts:
             encoder_outputs: `ExpertStates` from `encode`, tiled or reordered like the rows.
             source_padding_mask: bool `[rows, source_length]`.
             cache: The self-attention cache.
-            index: int scalar, the position of `token_ids`.
+            index: int scalar, the position of `token_ids`, or int32 `[rows]`, one per row.
             cross_attention_cache: Optional, from `cross_attention_cache`.
 
         Returns:

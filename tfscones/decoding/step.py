@@ -3,12 +3,11 @@
 The decoders here never import a model class; they take any object with the methods below.
 `Seq2SeqTransformer` (and so `LatentExpertTransformer`) has them, and so does the expert adapter
 `tfscones.decoding.experts.ParallelExperts`; the tests' fake models implement them with a few
-tables. Both protocols are `runtime_checkable`, so `isinstance(model, StepModel)` checks that
-every member is present (not their signatures).
-
-- `StepModel`: greedy search, beam and diverse beam search, sampling, `Search.decode`,
-  `compiled_search`, `translate` and `translate_nbest`.
-- `PrefixScoringModel`: exact search, which also scores prefixes that share no cache.
+tables. The protocol is `runtime_checkable`, so `isinstance(model, StepModel)` checks that every
+member is present (not their signatures). Every decoder takes a `StepModel`: greedy search, beam
+and diverse beam search, sampling, `Search.decode`, `compiled_search`, `translate`,
+`translate_nbest`, and exact search, which steps rows at different positions together (an
+`index` per row) from caches it assembles position by position.
 
 Shapes: `rows` is the number of sequences being decoded (sentences, or sentences times beams or
 samples), `source_length` the padded source length, `width` the number of output positions.
@@ -64,7 +63,11 @@ class StepModel(Protocol):
         ...
 
     def initial_cache(self, batch_size: int | tf.Tensor, max_length: int) -> tf.Tensor:
-        """The empty self-attention cache of `batch_size` rows and `max_length` positions."""
+        """The empty self-attention cache of `batch_size` rows and `max_length` positions.
+
+        The rows come first, and one other axis holds the positions (its length is
+        `max_length`); exact search gathers caches along that axis.
+        """
         ...
 
     def decode_step(
@@ -82,44 +85,18 @@ class StepModel(Protocol):
             token_ids: int32 `[rows]`, the tokens at position `index` (BOS at index 0).
             encoder_outputs: From `encode`, reordered like the rows.
             source_padding_mask: bool `[rows, source_length]`, reordered like the rows.
-            cache: The self-attention cache holding positions `0 .. index - 1`.
-            index: int32 scalar, the position of `token_ids`.
+            cache: The self-attention cache holding positions `0 .. index - 1`; what it holds
+                after them is never read.
+            index: int32 scalar, the position of `token_ids`; or int32 `[rows]`, each row's own
+                position (exact search).
             cross_attention_cache: From `cross_attention_cache`, reordered like the rows.
 
         Returns:
             `(logits, cache)`: float logits `[rows, vocabulary_size]` of the token at position
-            `index + 1`, and the cache now holding position `index` too.
+            `index + 1`, and the cache now holding position `index` too (each row's own, for
+            an `index` per row; the positions after it may then hold anything).
         """
         ...
 
 
-@runtime_checkable
-class PrefixScoringModel(StepModel, Protocol):
-    """A `StepModel` that also scores whole prefixes without a cache, as exact search needs.
-
-    Exact search starts from beam search (a `StepModel`), then scores the prefixes it expands,
-    which share no cache, in batched `next_token_logits` calls on the outputs of `encode`.
-    """
-
-    def next_token_logits(
-        self,
-        prefix_ids: tf.Tensor,
-        prefix_lengths: tf.Tensor,
-        encoder_outputs: Any,
-        source_padding_mask: tf.Tensor,
-    ) -> tf.Tensor:
-        """Logits of the token after each prefix, without dropout.
-
-        Args:
-            prefix_ids: int32 `[rows, length]`, BOS first, padded with 0 after each prefix.
-            prefix_lengths: int32 `[rows]`, tokens in each prefix, BOS included (at least 1).
-            encoder_outputs: From `encode`, gathered like the rows.
-            source_padding_mask: bool `[rows, source_length]`, gathered like the rows.
-
-        Returns:
-            float logits `[rows, vocabulary_size]`.
-        """
-        ...
-
-
-__all__ = ["PrefixScoringModel", "StepModel"]
+__all__ = ["StepModel"]

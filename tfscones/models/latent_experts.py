@@ -267,7 +267,8 @@ class LatentExpertTransformer(Seq2SeqTransformer):
             encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
             source_padding_mask: bool `[batch, source_length]` from `encode`.
             cache: The self-attention cache, `initial_cache`'s shape.
-            index: int scalar (Python or tensor), the position of `token_ids`.
+            index: int scalar (Python or tensor), the position of `token_ids`, or int32
+                `[batch]`, one per row.
             cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`.
 
         Returns:

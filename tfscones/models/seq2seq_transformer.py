@@ -196,10 +196,17 @@ class Seq2SeqTransformer(keras.Model):
         return self.hidden_dim // self.num_heads
 
     def _embed(self, embedding, token_ids, start_index=0, training=None):
-        """Scaled token embeddings plus sinusoids of positions `start_index, ...`, with dropout."""
+        """Scaled token embeddings plus sinusoids of positions `start_index, ...`, with dropout.
+
+        `start_index` is a scalar, or int `[batch]` for one token per row at its own position.
+        """
         scale = ops.cast(math.sqrt(self.hidden_dim), embedding.compute_dtype)
         tokens = embedding(token_ids) * scale
-        positions = self.position_encoding(tokens, start_index=start_index)
+        if len(ops.shape(start_index)) == 1:
+            row_positions = ops.cast(ops.reshape(start_index, [-1, 1]), "float32")
+            positions = self.position_encoding(tokens, positions=row_positions)
+        else:
+            positions = self.position_encoding(tokens, start_index=start_index)
         x = tokens + ops.cast(positions, tokens.dtype)
         return self.embedding_dropout(x, training=training)
 
@@ -264,26 +271,6 @@ class Seq2SeqTransformer(keras.Model):
         return self._logits(
             self._decoder_states(target_in_ids, encoder_outputs, source_padding_mask, training)
         )
-
-    def next_token_logits(self, prefix_ids, prefix_lengths, encoder_outputs, source_padding_mask):
-        """Logits of the token after each prefix, without a cache and without dropout.
-
-        Exact search scores prefixes that share no cache; it needs one position's logits per
-        prefix, so the output projection (the costly part with a large vocabulary) runs on
-        that position only.
-
-        Args:
-            prefix_ids: int `[batch, length]`, BOS first, padded with 0 after each prefix.
-            prefix_lengths: int `[batch]`, tokens in each prefix, BOS included (at least 1).
-            encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
-            source_padding_mask: bool `[batch, source_length]` from `encode`.
-
-        Returns:
-            float32 logits `[batch, vocabulary_size]`.
-        """
-        states = self._decoder_states(prefix_ids, encoder_outputs, source_padding_mask, False)
-        last = ops.take_along_axis(states, ops.reshape(prefix_lengths - 1, [-1, 1, 1]), axis=1)
-        return self._logits(last[:, 0])
 
     def _decoder_states(self, target_in_ids, encoder_outputs, source_padding_mask, training):
         """The decoder's final hidden states `[batch, target_length, hidden_dim]`."""
@@ -389,13 +376,19 @@ class Seq2SeqTransformer(keras.Model):
         values of earlier positions come from `cache`, and this position's are written into it.
         Shapes do not depend on `index`, so the step runs in `tf.while_loop` and under XLA.
 
+        `index` may also give every row its own position (exact search steps prefixes of
+        different lengths together): row r attends to its cached positions `0..index[r]-1` and
+        to its token, whose keys and values end up at `index[r]`; positions after `index[r]`
+        may then hold anything, and no later step of that row reads them.
+
         Args:
             token_ids: int `[batch]` (or `[batch, 1]`), the target token at position `index`.
             encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
             source_padding_mask: bool `[batch, source_length]` from `encode`.
             cache: The self-attention cache, `initial_cache`'s shape, holding positions
                 `0..index-1`.
-            index: int scalar (Python or tensor), the position of `token_ids`.
+            index: int scalar (Python or tensor), the position of `token_ids`; or int32
+                `[batch]`, each row's own position.
             cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`, to avoid
                 recomputing the encoder's keys and values at every step.
 
@@ -405,7 +398,9 @@ class Seq2SeqTransformer(keras.Model):
         """
         token_ids = ops.reshape(ops.convert_to_tensor(token_ids, "int32"), [-1, 1])
         encoder_outputs = ops.convert_to_tensor(encoder_outputs)
+        index = ops.convert_to_tensor(index, "int32")
         x = self._embed(self._target_embedding, token_ids, start_index=index, training=False)
+        write_index, self_attention_mask = self._self_attention_slot(index, ops.shape(cache)[3])
         if cross_attention_cache is None:
             empty_cross_cache = self._empty_cross_cache(encoder_outputs)
         layer_caches = []
@@ -418,8 +413,9 @@ class Seq2SeqTransformer(keras.Model):
                 x,
                 encoder_outputs,
                 encoder_padding_mask=source_padding_mask,
+                decoder_attention_mask=self_attention_mask,
                 self_attention_cache=cache[:, i],
-                self_attention_cache_update_index=index,
+                self_attention_cache_update_index=write_index,
                 cross_attention_cache=layer_cross_cache,
                 cross_attention_cache_update_index=cross_update_index,
                 training=False,
@@ -427,7 +423,29 @@ class Seq2SeqTransformer(keras.Model):
             layer_caches.append(layer_cache)
         if self.normalize_first:
             x = self.decoder_final_norm(x)
-        return self._logits(x)[:, 0], ops.stack(layer_caches, axis=1)
+        cache = ops.stack(layer_caches, axis=1)
+        if self_attention_mask is not None:
+            cache = _moved_to_rows_positions(cache, write_index, index)
+        return self._logits(x)[:, 0], cache
+
+    @staticmethod
+    def _self_attention_slot(index, cache_length):
+        """Where a step writes its keys and values, and the cached positions it attends to.
+
+        A layer writes a step's keys and values at one index for all rows. For a scalar
+        `index` that is `index` itself, and keras-hub's causal mask (positions `0..index`) is
+        the right one. Rows at their own positions all write at `max(index)`, and row r
+        attends to its positions `0..index[r]-1` and to that slot.
+
+        Returns:
+            `(write_index, mask)`: the slot, and None or bool `[batch, 1, cache_length]`.
+        """
+        if len(ops.shape(index)) == 0:
+            return index, None
+        write_index = ops.max(index)
+        slots = ops.arange(cache_length, dtype="int32")[None, :]
+        mask = ops.logical_or(slots < index[:, None], ops.equal(slots, write_index))
+        return write_index, mask[:, None, :]
 
     def fit(self, x=None, y=None, *args, **kwargs):
         """Keras's `fit`, after checking that the examples' ids fit the vocabulary.
@@ -519,3 +537,20 @@ class Seq2SeqTransformer(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _moved_to_rows_positions(cache, write_index, index):
+    """The cache with each row's keys and values at slot `write_index` copied to `index[row]`.
+
+    Args:
+        cache: `[batch, layers, 2, cache_length, heads, head_dim]`.
+        write_index: int32 scalar, the slot every row's step wrote.
+        index: int32 `[batch]`, each row's position.
+
+    Returns:
+        The cache, its shape unchanged.
+    """
+    written = ops.expand_dims(ops.take(cache, write_index, axis=3), 3)
+    slots = ops.arange(ops.shape(cache)[3], dtype="int32")
+    at_position = ops.equal(slots[None, :], index[:, None])
+    return ops.where(at_position[:, None, None, :, None, None], written, cache)

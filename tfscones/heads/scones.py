@@ -92,6 +92,11 @@ def scones_terms(
     return positive, negative
 
 
+def scaled_logits(logits: tf.Tensor, logit_scale: float) -> tf.Tensor:
+    """The logits a SCONES loss sees: `logit_scale · z` (2z for the tanh head, p = σ(2z))."""
+    return logits if logit_scale == 1.0 else logit_scale * logits
+
+
 def scones_token_loss(
     targets: tf.Tensor, logits: tf.Tensor, alpha: float = 1.0, label_smoothing: float = 0.0
 ) -> tf.Tensor:
@@ -144,12 +149,18 @@ class SconesLoss(TokenLoss):
         pad_id: Target id masked out of sequence losses; None masks nothing.
         **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
 
+    A head with another bounded activation that is a sigmoid of scaled logits, σ(c·z), trains
+    with a subclass that sets `logit_scale` to c (the tanh head: 2) and its `default_name`.
+
     Example:
     >>> model.compile(optimizer="adam", loss=SconesLoss(alpha=0.5))  # doctest: +SKIP
     """
 
+    default_name = "scones_loss"
+    logit_scale = 1.0
+
     def __init__(self, alpha: float = 1.0, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
-        kwargs.setdefault("name", "scones_loss")
+        kwargs.setdefault("name", self.default_name)
         super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
         alpha = float(alpha)
         if not alpha > 0.0:
@@ -157,6 +168,7 @@ class SconesLoss(TokenLoss):
         self.alpha = alpha
 
     def per_token_loss(self, targets, logits):
+        logits = scaled_logits(logits, self.logit_scale)
         return scones_token_loss(targets, logits, self.alpha, self.label_smoothing)
 
     def get_config(self):
@@ -177,13 +189,18 @@ class SconesPositiveTerm(TokenMean):
     ...               metrics=[SconesPositiveTerm(), SconesNegativeTerm()])
     """
 
+    default_name = "scones_positive"
+    logit_scale = 1.0
+    term_index = 0
+
     def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
-        kwargs.setdefault("name", "scones_positive")
+        kwargs.setdefault("name", self.default_name)
         super().__init__(pad_id=pad_id, **kwargs)
         self.label_smoothing = validate_label_smoothing(label_smoothing)
 
     def per_token_value(self, targets, logits):
-        return scones_terms(targets, logits, self.label_smoothing)[0]
+        logits = scaled_logits(logits, self.logit_scale)
+        return scones_terms(targets, logits, self.label_smoothing)[self.term_index]
 
     def get_config(self):
         return {**super().get_config(), "label_smoothing": self.label_smoothing}
@@ -199,9 +216,5 @@ class SconesNegativeTerm(SconesPositiveTerm):
         **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
     """
 
-    def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
-        kwargs.setdefault("name", "scones_negative")
-        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
-
-    def per_token_value(self, targets, logits):
-        return scones_terms(targets, logits, self.label_smoothing)[1]
+    default_name = "scones_negative"
+    term_index = 1

@@ -27,15 +27,8 @@ import math
 import keras
 import tensorflow as tf
 
-from tfscones.data.vocab_ids import PAD_ID
 from tfscones.heads.base import OutputHead, as_float32
-from tfscones.heads.scones import (
-    SconesLoss,
-    SconesNegativeTerm,
-    SconesPositiveTerm,
-    scones_terms,
-    scones_token_loss,
-)
+from tfscones.heads.scones import SconesLoss, SconesNegativeTerm, SconesPositiveTerm
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -76,50 +69,13 @@ class TanhHead(OutputHead):
         return keras.initializers.Constant(-0.5 * math.log(vocab_size))
 
 
-def tanh_terms(
-    targets: tf.Tensor, logits: tf.Tensor, label_smoothing: float = 0.0
-) -> tuple[tf.Tensor, tf.Tensor]:
-    """The SCONES terms L+ and L- per token for p(z) = (1 + tanh z)/2 (eq. 7-8, 11-12).
-
-    With p(z) = σ(2z), they are the sigmoid head's terms (`scones_terms`) of the logits 2z:
-
-        L+ = (1-λ)(-log p(z_y)) + λ(-log(1 - p(z_y)))
-        L- = Σ_{w≠y} (1-λ)(-log(1 - p(z_w))) + λ(-log p(z_w))
-
-    Args:
-        targets: int32 gold ids `[...]`.
-        logits: float32 logits `[..., V]`.
-        label_smoothing: λ in [0, 1].
-
-    Returns:
-        `(L+, L-)`, float32 tensors `[...]`.
-    """
-    return scones_terms(targets, 2.0 * logits, label_smoothing)
-
-
-def tanh_token_loss(
-    targets: tf.Tensor, logits: tf.Tensor, alpha: float = 1.0, label_smoothing: float = 0.0
-) -> tf.Tensor:
-    """Per-token SCONES loss L+ + α L- (eq. 6) of the tanh head, with the terms of `tanh_terms`.
-
-    The gradient is twice the sigmoid head's at 2z: ∂L/∂z_w = 2α(p(z_w) - λ) for w ≠ y and
-    2(p(z_y) - (1-λ)) at the gold token.
-
-    Args:
-        targets: int32 gold ids `[...]`.
-        logits: float32 logits `[..., V]`.
-        alpha: The scaling factor α > 0 of the negative term.
-        label_smoothing: λ in [0, 1].
-
-    Returns:
-        float32 per-token losses `[...]`.
-    """
-    return scones_token_loss(targets, 2.0 * logits, alpha, label_smoothing)
-
-
 @keras.saving.register_keras_serializable(package="tfscones")
 class TanhSconesLoss(SconesLoss):
     """The SCONES loss (Stahlberg & Kumar 2022, eq. 5-8, 11-12) of the tanh head's probabilities.
+
+    L+ = (1-λ)(-log p(z_y)) + λ(-log(1 - p(z_y))) and L- = Σ_{w≠y} (1-λ)(-log(1 - p(z_w))) +
+    λ(-log p(z_w)) with p(z) = σ(2z): the sigmoid head's loss of the logits 2z, so the gradient
+    is twice the sigmoid head's at 2z, ∂L/∂z_w = 2α(p(z_w) - λ) for w ≠ y.
 
     Args:
         alpha: Weight α > 0 of the negative term L-.
@@ -131,12 +87,8 @@ class TanhSconesLoss(SconesLoss):
     >>> model.compile(optimizer="adam", loss=TanhSconesLoss(alpha=0.5))  # doctest: +SKIP
     """
 
-    def __init__(self, alpha: float = 1.0, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
-        kwargs.setdefault("name", "tanh_scones_loss")
-        super().__init__(alpha=alpha, label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
-
-    def per_token_loss(self, targets, logits):
-        return tanh_token_loss(targets, logits, self.alpha, self.label_smoothing)
+    default_name = "tanh_scones_loss"
+    logit_scale = 2.0
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -149,12 +101,8 @@ class TanhPositiveTerm(SconesPositiveTerm):
         **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
     """
 
-    def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
-        kwargs.setdefault("name", "tanh_positive")
-        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
-
-    def per_token_value(self, targets, logits):
-        return tanh_terms(targets, logits, self.label_smoothing)[0]
+    default_name = "tanh_positive"
+    logit_scale = 2.0
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -167,9 +115,5 @@ class TanhNegativeTerm(SconesNegativeTerm):
         **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
     """
 
-    def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
-        kwargs.setdefault("name", "tanh_negative")
-        super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
-
-    def per_token_value(self, targets, logits):
-        return tanh_terms(targets, logits, self.label_smoothing)[1]
+    default_name = "tanh_negative"
+    logit_scale = 2.0

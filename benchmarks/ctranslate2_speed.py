@@ -11,8 +11,10 @@ limits and scores without length penalty (`benchmarks.ctranslate2_decoder`).
 
 First the check: the first `--check` sentences (200), one per request, greedy and with 4 beams;
 CTranslate2's translations must equal the SavedModel's and their scores (sums of log-softmax,
-EOS included) differ by at most `--tolerance` (2e-5). How many of CTranslate2's int8
-translations equal the SavedModel's is shown, not required.
+EOS included) differ by at most `--tolerance` (5e-5). The tolerance is CTranslate2's: its
+log-softmax (vectorised exp and log) puts a demo sentence's score up to 2.6e-5 (on average
+1.1e-5) above the float64 log-softmax of its own logits, while those logits are within 1e-5 of
+ours. How many of CTranslate2's int8 translations equal the SavedModel's is shown, not required.
 
 Then the time to translate all the sentences, text in, text out, SentencePiece included on both
 sides, in requests of 1, 4 and 32 sentences taken in file order: the SavedModel's `translate`
@@ -31,6 +33,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from tfscones.native_logs import import_tensorflow_quietly
 
@@ -87,36 +90,49 @@ def one_at_a_time(decoder, sentences: list[str], beam_size: int) -> list[tuple[s
     return [output for sentence in sentences for output in decoder.translate([sentence], beam_size)]
 
 
+class Agreement(NamedTuple):
+    """How two decoders' outputs on the same sentences compare.
+
+    Attributes:
+        differing: Indices of the sentences whose translations differ.
+        largest_difference: The largest score difference among identical translations.
+    """
+
+    differing: list[int]
+    largest_difference: float
+
+
+def agreement(expected: list[tuple[str, float]], outputs: list[tuple[str, float]]) -> Agreement:
+    pairs = list(zip(expected, outputs, strict=True))
+    differing = [i for i, (ours, theirs) in enumerate(pairs) if ours[0] != theirs[0]]
+    differences = [abs(ours[1] - theirs[1]) for ours, theirs in pairs if ours[0] == theirs[0]]
+    return Agreement(differing, max(differences, default=0.0))
+
+
 def check(decoders: dict, sentences: list[str], tolerance: float) -> bool:
     """Compares CTranslate2's translations and scores with the SavedModel's; prints the result.
 
     Returns:
         Whether every float32 translation is identical and every score within `tolerance`.
     """
-    print(f"\nCheck: the first {len(sentences)} sentences, one per request")
+    count = len(sentences)
+    print(f"\nCheck: the first {count} sentences, one per request")
     passed = True
     for beam_size in BEAM_SIZES:
         expected = one_at_a_time(decoders[SAVEDMODEL], sentences, beam_size)
         outputs = one_at_a_time(decoders[FLOAT32], sentences, beam_size)
-        same = [ours[0] == theirs[0] for ours, theirs in zip(expected, outputs, strict=True)]
-        differences = [
-            abs(ours[1] - theirs[1])
-            for ours, theirs, equal in zip(expected, outputs, same, strict=True)
-            if equal
-        ]
-        difference = max(differences, default=0.0)
-        ok = all(same) and difference <= tolerance
+        fp32 = agreement(expected, outputs)
+        int8 = agreement(expected, one_at_a_time(decoders[INT8], sentences, beam_size))
+        ok = not fp32.differing and fp32.largest_difference <= tolerance
         passed &= ok
         print(
-            f"- {search_name(beam_size)}: {sum(same)} of {len(same)} translations identical, "
-            f"largest score difference {difference:.1e} (tolerance {tolerance:.0e}): "
-            + ("pass" if ok else "FAIL")
+            f"- {search_name(beam_size)}: {count - len(fp32.differing)} of {count} translations "
+            f"identical, largest score difference {fp32.largest_difference:.1e} "
+            f"(tolerance {tolerance:.0e}): {'pass' if ok else 'FAIL'}; "
+            f"int8: {count - len(int8.differing)} of {count} identical (not required)"
         )
-        for index in [i for i, equal in enumerate(same) if not equal][:3]:
+        for index in fp32.differing[:3]:
             print(f"    {sentences[index]!r}: {expected[index]} vs {outputs[index]}")
-        int8 = one_at_a_time(decoders[INT8], sentences, beam_size)
-        agree = sum(ours[0] == theirs[0] for ours, theirs in zip(expected, int8, strict=True))
-        print(f"  int8: {agree} of {len(same)} translations identical (not required)")
     return passed
 
 
@@ -179,7 +195,7 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--sentences", type=Path, required=True, help="source sentences")
     parser.add_argument("--count", type=int, default=None, help="sentences timed (default all)")
     parser.add_argument("--check", type=int, default=200, help="sentences checked (0: none)")
-    parser.add_argument("--tolerance", type=float, default=2e-5, help="largest score difference")
+    parser.add_argument("--tolerance", type=float, default=5e-5, help="largest score difference")
     parser.add_argument("--threads", type=int, default=1, help="threads of each engine")
     parser.add_argument("--repeats", type=int, default=1, help="timed passes (median)")
     arguments = parser.parse_args(argv)
@@ -201,9 +217,12 @@ def main(argv=None) -> None:
     print(f"{arguments.threads} thread(s) per engine, median of {arguments.repeats} pass(es)")
     with tempfile.TemporaryDirectory() as folder:
         decoders = build_decoders(arguments.run, Path(folder), arguments.threads)
-        if arguments.check:
-            check(decoders, sentences[: arguments.check], arguments.tolerance)
+        passed = not arguments.check or check(
+            decoders, sentences[: arguments.check], arguments.tolerance
+        )
         print_table(seconds_per_pass(decoders, sentences, arguments.repeats), len(sentences))
+    if not passed:
+        raise SystemExit("CTranslate2's outputs differ from the SavedModel's (see the check)")
 
 
 if __name__ == "__main__":

@@ -101,7 +101,9 @@ def test_ctranslate2_decodes_as_our_decoders(converted, beam_size):
 def softmax_run(tmp_path_factory):
     """A run folder: a SentencePiece model of the demo dev set and an untrained tiny model."""
     folder = tmp_path_factory.mktemp("run")
-    train_sentencepiece([demo_file("dev", "de"), demo_file("dev", "en")], folder / "spm", 300)
+    train_sentencepiece(
+        [demo_file("dev", "de"), demo_file("dev", "en")], folder / "spm", vocab_size=300
+    )
     model = tiny_model(300, max_sequence_length=MAX_LENGTH, normalize_first=True, eos_bias=1.5)
     model.save(folder / "model.keras")
     return folder, model

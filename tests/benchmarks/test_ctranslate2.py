@@ -4,6 +4,7 @@ CTranslate2 is an optional extra (`pip install ".[ctranslate2]"`, also in `.[tes
 it these tests are skipped.
 """
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -32,10 +33,19 @@ PIECES = ["<pad>", "</s>", "<unk>", "<s>"] + [f"w{i}" for i in range(4, VOCABULA
 # and the cap 24; an untrained model rarely ends early, so most outputs stop at their limit.
 # (A source of EOS alone is never decoded: it translates to the empty string.)
 SOURCE_LENGTHS = (2, 3, 7, 12)
+# CTranslate2's log-softmax is approximate: a sentence's score is up to about 3e-5 off the exact
+# value (benchmarks.ctranslate2_speed); the logits agree to 1e-5.
+SCORE_TOLERANCE = 5e-5
 MODELS = {
     "post-norm, untied": {"normalize_first": False, "tie_embeddings": False},
     "pre-norm, tied": {"normalize_first": True, "tie_embeddings": True},
-    "pre-norm, tied, EOS likely": {"normalize_first": True, "tie_embeddings": True, "eos_bias": 2},
+    # With EOS this likely, greedy search ends one source early, two at once (so EOS may come
+    # first) and runs one to its limit.
+    "pre-norm, tied, EOS likely": {
+        "normalize_first": True,
+        "tie_embeddings": True,
+        "eos_bias": 3.8,
+    },
 }
 
 
@@ -76,6 +86,7 @@ def our_hypotheses(model, sources, beam_size):
 @pytest.fixture(scope="module", params=list(MODELS), ids=list(MODELS))
 def converted(request, tmp_path_factory):
     """`(model, CTranslate2Decoder)` of one tiny softmax model."""
+    keras.utils.set_random_seed(1234)
     model = tiny_model(VOCABULARY_SIZE, max_sequence_length=MAX_LENGTH, **MODELS[request.param])
     folder = tmp_path_factory.mktemp("ct2") / "model"
     Seq2SeqTransformerConverter(model, PIECES).convert(str(folder))
@@ -93,7 +104,7 @@ def test_ctranslate2_decodes_as_our_decoders(converted, beam_size):
         [hypothesis.score for hypothesis in outputs],
         [score for _, score in expected],
         rtol=1e-6,
-        atol=2e-5,
+        atol=SCORE_TOLERANCE,
     )
 
 
@@ -123,7 +134,7 @@ def test_converted_run_translates_text_as_the_translation_module(softmax_run, tm
         text.decode("utf-8") for text in expected["translations"].numpy()
     ]
     np.testing.assert_allclose(
-        [score for _, score in outputs], expected["scores"].numpy(), rtol=1e-6, atol=2e-5
+        [score for _, score in outputs], expected["scores"].numpy(), rtol=1e-6, atol=SCORE_TOLERANCE
     )
 
 

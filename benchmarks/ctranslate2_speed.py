@@ -128,8 +128,9 @@ def check(decoders: dict, sentences: list[str], tolerance: float) -> bool:
         print(
             f"- {search_name(beam_size)}: {count - len(fp32.differing)} of {count} translations "
             f"identical, largest score difference {fp32.largest_difference:.1e} "
-            f"(tolerance {tolerance:.0e}): {'pass' if ok else 'FAIL'}; "
-            f"int8: {count - len(int8.differing)} of {count} identical (not required)"
+            f"(tolerance {tolerance:.0e}): {'pass' if ok else 'FAIL'}\n"
+            f"  int8: {count - len(int8.differing)} of {count} translations identical "
+            "(not required)"
         )
         for index in fp32.differing[:3]:
             print(f"    {sentences[index]!r}: {expected[index]} vs {outputs[index]}")

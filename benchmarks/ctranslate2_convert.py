@@ -13,7 +13,9 @@ The model is described with CTranslate2's own specification (`TransformerEncoder
   model has it, and its layer-norm epsilon;
 - token embeddings scaled by sqrt(hidden_dim) and summed with sinusoids: CTranslate2 gets our
   own position table (keras-hub's `SinePositionEncoding` interleaves sine and cosine, which
-  CTranslate2's built-in table does not), copied value for value;
+  CTranslate2's built-in table does not), copied value for value, for positions up to the
+  model's `max_sequence_length` (where the SavedModel cuts sources and outputs by default;
+  CTranslate2 refuses a later position with an error);
 - queries, keys and values fused as CTranslate2 expects (one `[3 * hidden, hidden]` matrix for
   self-attention, queries apart from fused keys and values for attention over the encoder);
 - the output projection with its bias; tied embeddings give the same matrix to both embeddings

@@ -1,0 +1,230 @@
+"""Decoding speed of the exported SavedModel against CTranslate2, on the same softmax weights.
+
+    pip install ".[ctranslate2]"
+    python -m benchmarks.ctranslate2_speed --run runs/demo-softmax \
+        --sentences tfscones/data/demo/test.de --threads 1
+
+The run's model is exported as our SavedModel (`tfscones.serving.export_run`, 4 beams, loaded
+back with `tf.saved_model.load`) and converted into a CTranslate2 model
+(`benchmarks.ctranslate2_convert`), which decodes under the SavedModel's source and output
+limits and scores without length penalty (`benchmarks.ctranslate2_decoder`).
+
+First the check: the first `--check` sentences (200), one per request, greedy and with 4 beams;
+CTranslate2's translations must equal the SavedModel's and their scores (sums of log-softmax,
+EOS included) differ by at most `--tolerance` (5e-5). The tolerance is CTranslate2's: its
+log-softmax (vectorised exp and log) puts a demo sentence's score up to 2.6e-5 (on average
+1.1e-5) above the float64 log-softmax of its own logits, while those logits are within 1e-5 of
+ours. How many of CTranslate2's int8 translations equal the SavedModel's is shown, not required.
+
+Then the time to translate all the sentences, text in, text out, SentencePiece included on both
+sides, in requests of 1, 4 and 32 sentences taken in file order: the SavedModel's `translate`
+and `translate_beam` signatures, and CTranslate2 with float32 weights and, in brackets, with
+int8 weights (quantised when the model loads). Both get `--threads` threads: TensorFlow's
+intra-op pool (its inter-op pool 1), set before TensorFlow runs anything, and CTranslate2's
+`intra_threads` (`inter_threads` 1). Each time is the median of `--repeats` passes over the
+sentences, after one warm-up request per configuration; within a pass every configuration runs
+once, so machine noise hits them alike. The last column is SavedModel time over CTranslate2 time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from tfscones.native_logs import import_tensorflow_quietly
+
+import_tensorflow_quietly()
+
+import tensorflow as tf  # noqa: E402
+
+from benchmarks.ctranslate2_convert import convert_run  # noqa: E402
+from benchmarks.ctranslate2_decoder import CTranslate2Decoder  # noqa: E402
+from tfscones.data.text_lines import read_lines  # noqa: E402
+from tfscones.serving import RequestLimits, export_run  # noqa: E402
+from tfscones.serving.export import ExportSettings  # noqa: E402
+
+BATCH_SIZES = (1, 4, 32)
+BEAM_SIZES = (1, 4)
+SAVEDMODEL = "SavedModel"
+FLOAT32 = "CTranslate2"
+INT8 = "CTranslate2 int8"
+DECODERS = (SAVEDMODEL, FLOAT32, INT8)
+
+
+class SavedModelDecoder:
+    """The exported SavedModel's `translate` (greedy) and `translate_beam` signatures.
+
+    Args:
+        export_dir: The SavedModel, exported with `beam_size` beams.
+        beam_size: Its beams.
+    """
+
+    def __init__(self, export_dir: Path, beam_size: int):
+        loaded = tf.saved_model.load(str(export_dir))
+        self.functions = {
+            1: (loaded.signatures["translate"], "scores"),
+            beam_size: (loaded.signatures["translate_beam"], "log_scores"),
+        }
+
+    def translate(self, sentences: list[str], beam_size: int) -> list[tuple[str, float]]:
+        """`(translation, sum of log-probabilities)` of each sentence of one request."""
+        function, score_key = self.functions[beam_size]
+        outputs = function(source=tf.constant(sentences))
+        texts = [text.decode("utf-8") for text in outputs["translations"].numpy()]
+        return list(zip(texts, outputs[score_key].numpy().tolist(), strict=True))
+
+
+def batches(items: list, batch_size: int) -> list[list]:
+    return [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
+
+
+def search_name(beam_size: int) -> str:
+    return "greedy" if beam_size == 1 else f"beam {beam_size}"
+
+
+def one_at_a_time(decoder, sentences: list[str], beam_size: int) -> list[tuple[str, float]]:
+    return [output for sentence in sentences for output in decoder.translate([sentence], beam_size)]
+
+
+class Agreement(NamedTuple):
+    """How two decoders' outputs on the same sentences compare.
+
+    Attributes:
+        differing: Indices of the sentences whose translations differ.
+        largest_difference: The largest score difference among identical translations.
+    """
+
+    differing: list[int]
+    largest_difference: float
+
+
+def agreement(expected: list[tuple[str, float]], outputs: list[tuple[str, float]]) -> Agreement:
+    pairs = list(zip(expected, outputs, strict=True))
+    differing = [i for i, (ours, theirs) in enumerate(pairs) if ours[0] != theirs[0]]
+    differences = [abs(ours[1] - theirs[1]) for ours, theirs in pairs if ours[0] == theirs[0]]
+    return Agreement(differing, max(differences, default=0.0))
+
+
+def check(decoders: dict, sentences: list[str], tolerance: float) -> bool:
+    """Compares CTranslate2's translations and scores with the SavedModel's; prints the result.
+
+    Returns:
+        Whether every float32 translation is identical and every score within `tolerance`.
+    """
+    count = len(sentences)
+    print(f"\nCheck: the first {count} sentences, one per request")
+    passed = True
+    for beam_size in BEAM_SIZES:
+        expected = one_at_a_time(decoders[SAVEDMODEL], sentences, beam_size)
+        outputs = one_at_a_time(decoders[FLOAT32], sentences, beam_size)
+        fp32 = agreement(expected, outputs)
+        int8 = agreement(expected, one_at_a_time(decoders[INT8], sentences, beam_size))
+        ok = not fp32.differing and fp32.largest_difference <= tolerance
+        passed &= ok
+        print(
+            f"- {search_name(beam_size)}: {count - len(fp32.differing)} of {count} translations "
+            f"identical, largest score difference {fp32.largest_difference:.1e} "
+            f"(tolerance {tolerance:.0e}): {'pass' if ok else 'FAIL'}\n"
+            f"  int8: {count - len(int8.differing)} of {count} translations identical "
+            "(not required)"
+        )
+        for index in fp32.differing[:3]:
+            print(f"    {sentences[index]!r}: {expected[index]} vs {outputs[index]}")
+    return passed
+
+
+def seconds_per_pass(decoders: dict, sentences: list[str], repeats: int) -> dict:
+    """Median seconds of one pass over the sentences, per (decoder, beam size, batch size)."""
+    calls = {}
+    for name, decoder in decoders.items():
+        for beam_size in BEAM_SIZES:
+            for batch_size in BATCH_SIZES:
+                requests = batches(sentences, batch_size)
+                decoder.translate(requests[0], beam_size)
+                calls[name, beam_size, batch_size] = lambda d=decoder, b=beam_size, r=requests: [
+                    d.translate(x, b) for x in r
+                ]
+    seconds = {key: [] for key in calls}
+    for _ in range(repeats):
+        for key, call in calls.items():
+            start = time.perf_counter()
+            call()
+            seconds[key].append(time.perf_counter() - start)
+    return {key: statistics.median(values) for key, values in seconds.items()}
+
+
+def print_table(seconds: dict, count: int) -> None:
+    print(f"\nTime for all {count} sentences; CTranslate2 float32 (int8)")
+    print(
+        "| search | batch | SavedModel s | CTranslate2 s | SavedModel sent/s "
+        "| CTranslate2 sent/s | SavedModel / CTranslate2 |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for beam_size in BEAM_SIZES:
+        for batch_size in BATCH_SIZES:
+            ours, fp32, int8 = (seconds[name, beam_size, batch_size] for name in DECODERS)
+            print(
+                f"| {search_name(beam_size)} | {batch_size} | {ours:.1f} "
+                f"| {fp32:.1f} ({int8:.1f}) | {count / ours:.0f} "
+                f"| {count / fp32:.0f} ({count / int8:.0f}) "
+                f"| {ours / fp32:.1f}x ({ours / int8:.1f}x) |"
+            )
+
+
+def build_decoders(run: Path, folder: Path, threads: int) -> dict:
+    """The SavedModel and CTranslate2 (float32, int8) decoders of the run's model."""
+    info = export_run(
+        folder / "savedmodel" / "1", run=run, settings=ExportSettings(beam_size=4, nbest=1)
+    )
+    limits = RequestLimits(**info["limits"])
+    model_dir = convert_run(run, folder / "ctranslate2")
+    spm_model = run / "spm.model"
+    return {
+        SAVEDMODEL: SavedModelDecoder(Path(info["path"]), beam_size=4),
+        FLOAT32: CTranslate2Decoder(model_dir, limits, spm_model, "float32", threads),
+        INT8: CTranslate2Decoder(model_dir, limits, spm_model, "int8", threads),
+    }
+
+
+def parse_arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True, help="run with model.keras, spm.model")
+    parser.add_argument("--sentences", type=Path, required=True, help="source sentences")
+    parser.add_argument("--count", type=int, default=None, help="sentences timed (default all)")
+    parser.add_argument("--check", type=int, default=200, help="sentences checked (0: none)")
+    parser.add_argument("--tolerance", type=float, default=5e-5, help="largest score difference")
+    parser.add_argument("--threads", type=int, default=1, help="threads of each engine")
+    parser.add_argument("--repeats", type=int, default=1, help="timed passes (median)")
+    arguments = parser.parse_args(argv)
+    for path in (arguments.run / "model.keras", arguments.run / "spm.model", arguments.sentences):
+        if not path.is_file():
+            parser.error(f"{path} does not exist")
+    for name in ("threads", "repeats"):
+        if getattr(arguments, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    return arguments
+
+
+def main(argv=None) -> None:
+    arguments = parse_arguments(argv)
+    tf.config.threading.set_intra_op_parallelism_threads(arguments.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    sentences = read_lines(arguments.sentences)[: arguments.count]
+    print(f"{arguments.run}, {len(sentences)} sentences from {arguments.sentences}")
+    print(f"{arguments.threads} thread(s) per engine, median of {arguments.repeats} pass(es)")
+    with tempfile.TemporaryDirectory() as folder:
+        decoders = build_decoders(arguments.run, Path(folder), arguments.threads)
+        passed = not arguments.check or check(
+            decoders, sentences[: arguments.check], arguments.tolerance
+        )
+        print_table(seconds_per_pass(decoders, sentences, arguments.repeats), len(sentences))
+    if not passed:
+        raise SystemExit("CTranslate2's outputs differ from the SavedModel's (see the check)")
+
+
+if __name__ == "__main__":
+    main()

@@ -173,7 +173,8 @@ def test_statistics_fall_back_to_the_full_sort_when_newton_gives_up(alpha, monke
     logits = random_logits((4, 500), scale=0.25, seed=11)
     reference = ops.entmax_statistics(logits, alpha, top_k=None)
     monkeypatch.setattr(ops, "MAX_NEWTON_STEPS", 1)
-    for value, expected in zip(ops.entmax_statistics(logits, alpha, top_k=8), reference):
+    statistics = ops.entmax_statistics(logits, alpha, top_k=8)
+    for value, expected in zip(statistics, reference, strict=True):
         np.testing.assert_allclose(value, expected, atol=1e-6)
 
 
@@ -203,7 +204,7 @@ def test_compiled_mapping_and_gradient_equal_eager(mapping, scale):
         return mapping(z, top_k=32), tape.gradient(value, z)
 
     compiled = tf.function(value_and_gradient, jit_compile=True)
-    for result, expected in zip(compiled(logits), value_and_gradient(logits)):
+    for result, expected in zip(compiled(logits), value_and_gradient(logits), strict=True):
         np.testing.assert_allclose(result, expected, atol=1e-6)
 
 

@@ -110,8 +110,9 @@ def test_gradient_is_zero_outside_the_support_and_sums_to_zero():
     ids=["sparsemax", "entmax15", "bisect-1.25"],
 )
 def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
-    # top_k = 8 on 300 logits tries the 8 largest, then the 64 largest, then all 300; the
-    # scales give supports that fit in 8, fit in 64 but not 8, and exceed 64.
+    # top_k = 8 on 300 logits tries the 8 largest, then (bisection) the 64 largest or (sparsemax,
+    # entmax-1.5) Newton's method, then all 300; the scales give supports that fit in 8, fit in
+    # 64 but not 8, and exceed 64.
     assert ops.partial_sort_sizes(8, 300) == [8, 64]
     support_bounds = [(0, 8), (8, 64), (64, 301)]
     for scale, (low, high) in zip(scales, support_bounds, strict=True):
@@ -122,6 +123,89 @@ def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
         partial = mapping(logits, top_k=8)
         np.testing.assert_allclose(partial, full, atol=1e-6)
         np.testing.assert_allclose(partial.numpy().sum(-1), 1.0, atol=1e-5)
+
+
+def sorted_threshold(logits, alpha):
+    """τ and support size (non-zero probabilities) of the sort-based algorithm, in float64."""
+    scaled = np.sort((alpha - 1.0) * logits.numpy().astype(np.float64), axis=-1)[..., ::-1]
+    ranks = np.arange(1, scaled.shape[-1] + 1)
+    if alpha == 2.0:
+        candidates = (np.cumsum(scaled, -1) - 1.0) / ranks
+    else:
+        mean = np.cumsum(scaled, -1) / ranks
+        variance = np.cumsum(scaled**2, -1) / ranks - mean**2
+        candidates = mean - np.sqrt(np.maximum((1.0 - ranks * variance) / ranks, 0.0))
+    tau = np.take_along_axis(candidates, (candidates <= scaled).sum(-1)[..., None] - 1, -1)
+    return tau, (scaled > tau + 1e-9).sum(-1)  # a logit tied with τ gets probability 0
+
+
+@pytest.mark.parametrize("alpha", [2.0, 1.5])
+@pytest.mark.parametrize(
+    "logits",
+    [
+        random_logits((4, 500), scale=0.01, seed=10),  # nearly uniform: everything in support
+        random_logits((4, 500), scale=0.25, seed=11),  # a fresh model's logits
+        random_logits((4, 500), scale=3.0, seed=12),
+        tf.constant(np.round(np.random.default_rng(13).normal(size=(4, 500)), 1), tf.float32),
+        tf.concat([tf.fill([2, 2], 5.0), random_logits((2, 298), seed=14)], axis=-1),
+        tf.zeros([2, 7]),
+    ],
+    ids=["uniform", "fresh-model", "spread", "ties", "tied-top", "all-equal"],
+)
+def test_newton_threshold_certifies_the_sort_based_threshold(alpha, logits):
+    tau, support, certified = ops.newton_threshold(logits, alpha)
+    expected_tau, expected_support = sorted_threshold(logits, alpha)
+    assert certified.numpy().all()
+    np.testing.assert_array_equal(support.numpy()[..., 0], expected_support)
+    # Before the refinement of `entmax_statistics`, a support of hundreds of nearly equal logits
+    # certified far from τ carries float32 cancellation of order 1e-6.
+    np.testing.assert_allclose(tau, expected_tau, atol=1e-5)
+
+
+def test_newton_threshold_reports_rows_it_could_not_certify():
+    logits = random_logits((4, 500), scale=0.25, seed=11)
+    _, _, certified = ops.newton_threshold(logits, 1.5, max_steps=1)
+    assert not certified.numpy().any()
+
+
+@pytest.mark.parametrize("alpha", [2.0, 1.5])
+def test_statistics_fall_back_to_the_full_sort_when_newton_gives_up(alpha, monkeypatch):
+    logits = random_logits((4, 500), scale=0.25, seed=11)
+    reference = ops.entmax_statistics(logits, alpha, top_k=None)
+    monkeypatch.setattr(ops, "MAX_NEWTON_STEPS", 1)
+    statistics = ops.entmax_statistics(logits, alpha, top_k=8)
+    for value, expected in zip(statistics, reference, strict=True):
+        np.testing.assert_allclose(value, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [2.0, 1.5])
+@pytest.mark.parametrize("scale", [0.01, 0.25, 3.0])
+def test_newton_statistics_equal_a_float64_reference(alpha, scale):
+    logits = random_logits((4, 500), scale=scale, seed=15)
+    tau, p_dot_logits, power_sum = ops.entmax_statistics(logits, alpha, top_k=8)
+    expected_tau, _ = sorted_threshold(logits, alpha)
+    z = logits.numpy().astype(np.float64)
+    p = np.maximum((alpha - 1.0) * z - expected_tau, 0.0) ** (1.0 / (alpha - 1.0))
+    np.testing.assert_allclose(tau, expected_tau, atol=1e-6)
+    np.testing.assert_allclose(p_dot_logits[..., 0], (p * z).sum(-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(power_sum[..., 0], (p**alpha).sum(-1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mapping", [ops.sparsemax, ops.entmax15])
+@pytest.mark.parametrize("scale", [0.25, 4.0], ids=["newton", "partial-sort"])
+def test_compiled_mapping_and_gradient_equal_eager(mapping, scale):
+    logits = random_logits((5, 400), scale=scale, seed=16)
+    projection = random_logits((5, 400), seed=17)
+
+    def value_and_gradient(z):
+        with tf.GradientTape() as tape:
+            tape.watch(z)
+            value = tf.reduce_sum(mapping(z, top_k=32) * projection)
+        return mapping(z, top_k=32), tape.gradient(value, z)
+
+    compiled = tf.function(value_and_gradient, jit_compile=True)
+    for result, expected in zip(compiled(logits), value_and_gradient(logits), strict=True):
+        np.testing.assert_allclose(result, expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("mapping", [ops.sparsemax, ops.entmax15])

@@ -17,8 +17,10 @@ so no gradient ever flows through the sort or the bisection loop.
 
 Sorting (or bisecting over) the full vocabulary is the costly step. When the last axis is longer
 than `top_k`, the thresholds are first computed from the `top_k` largest logits only
-(`tf.math.top_k`); this is exact whenever every row's support is smaller than `top_k`, and the
-whole batch falls back to all logits otherwise.
+(`tf.math.top_k`); this is exact whenever every row's support is smaller than `top_k`. Otherwise
+sparsemax and entmax-1.5 find τ by Newton's method over all logits, which needs a few passes and
+no sort (`newton_threshold`), and certify each row's τ exactly; only if that fails within
+`MAX_NEWTON_STEPS` steps, or for other α, does the whole batch sort (or bisect over) all logits.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ import tensorflow as tf
 
 DEFAULT_TOP_K = 128
 """Logits sorted by the partial-sort path before falling back to a full sort."""
+
+MAX_NEWTON_STEPS = 16
+"""Newton steps of `newton_threshold` before sparsemax and entmax-1.5 fall back to a full sort."""
 
 
 def validate_entmax_alpha(alpha: float) -> float:
@@ -123,6 +128,99 @@ def _bisection_threshold(scaled: tf.Tensor, alpha: float, n_iter: int):
     return tau, support_size
 
 
+def newton_threshold(
+    logits: tf.Tensor, alpha: float, max_steps: int = MAX_NEWTON_STEPS
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Exact sparsemax or entmax-1.5 threshold by Newton's method over unsorted logits.
+
+    With x = (α - 1) z, τ solves g(τ) = Σ_i [x_i - τ]_+^(1/(α-1)) = 1 (the normalisation of
+    Peters & Martins 2021, eq. 4): g(τ) = Σ [x_i - τ]_+ for sparsemax and Σ [x_i - τ]_+² for
+    entmax-1.5. Newton's method runs on φ = g - 1 for sparsemax (Michelot's algorithm) and on
+    φ = √g - 1 for entmax-1.5 (√g is the Euclidean norm of the [x_i - τ]_+, so convex, and nearly
+    linear when many logits are close, where Newton on g would only halve the distance each
+    step). Both φ are convex and decreasing below max x, so every step from t_0 = max x - 1 ≤ τ
+    stays at or below τ and approaches it.
+
+    Each step also certifies its candidate: with S = {i : x_i > t} (k entries), τ_S solves
+    Σ_{i∈S} (x_i - τ_S)^(1/(α-1)) = 1 in closed form (the τ_k of the sort-based algorithms,
+    Martins & Astudillo 2016, eq. 5-6; Peters et al. 2019, Alg. 2; for entmax-1.5 the smaller
+    root of the quadratic, written without cancellation). If {i : x_i > τ_S} = S as
+    well, then g(τ_S) = 1, so τ_S is the threshold, exactly as the sort-based algorithm would
+    find it. A row keeps the first certified τ_S. For entmax-1.5 that candidate is computed
+    relative to t, so when t is far below τ (hundreds of nearly equal logits) it carries float32
+    cancellation of order 1e-6; `entmax_statistics` refines it on the certified support.
+
+    Args:
+        logits: float32 logits `[..., V]`, any order.
+        alpha: 1.5 or 2.
+        max_steps: Newton steps before giving up.
+
+    Returns:
+        `(tau, support_size, certified)`, each `[..., 1]`: τ on the scale of (α - 1) z, the
+        support size, and whether the row's τ was certified (rows that were not hold an
+        approximation).
+    """
+    scaled = (alpha - 1.0) * logits
+    start = tf.reduce_max(scaled, axis=-1, keepdims=True) - 1.0
+    zero_count = tf.zeros_like(start, tf.int32)
+
+    def newton_step(step, point, tau, support_size, certified):
+        above_point = scaled - point
+        in_set = above_point > 0.0
+        excess = tf.nn.relu(above_point)
+        count = tf.reduce_sum(tf.cast(in_set, tf.float32), axis=-1, keepdims=True)
+        excess_sum = tf.reduce_sum(excess, axis=-1, keepdims=True)
+        if alpha == 2.0:
+            offset = (excess_sum - 1.0) / count
+            solvable = tf.ones_like(certified)
+            next_point = point + offset
+        else:
+            squares_sum = tf.reduce_sum(tf.square(excess), axis=-1, keepdims=True)
+            discriminant = tf.square(excess_sum) - count * (squares_sum - 1.0)
+            solvable = discriminant >= 0.0
+            offset = (squares_sum - 1.0) / (excess_sum + tf.sqrt(tf.nn.relu(discriminant)))
+            norm = tf.sqrt(squares_sum)
+            next_point = point + (norm - 1.0) * norm / excess_sum
+        count_above_offset = tf.reduce_sum(
+            tf.cast(above_point > offset, tf.float32), axis=-1, keepdims=True
+        )
+        newly = solvable & tf.equal(count_above_offset, count) & ~certified
+        tau = tf.where(newly, point + offset, tau)
+        support_size = tf.where(newly, tf.cast(count, tf.int32), support_size)
+        certified |= newly
+        return step + 1, tf.where(certified, point, next_point), tau, support_size, certified
+
+    def uncertified_left(step, point, tau, support_size, certified):
+        return (step < max_steps) & ~tf.reduce_all(certified)
+
+    state = (tf.constant(0), start, start, zero_count, tf.zeros_like(start, tf.bool))
+    _, _, tau, support_size, certified = tf.while_loop(uncertified_left, newton_step, state)
+    return tau, support_size, certified
+
+
+def _statistics_from_threshold(logits, tau, support_size, alpha):
+    """τ, Σ p_j z_j and Σ p_j^α from a certified sparsemax or entmax-1.5 threshold, in one pass.
+
+    With u = [(α - 1) z - τ]_+ and Σ p = 1: for sparsemax p = u, so p·z = Σ u² + τ and
+    Σ p² = Σ u². For entmax-1.5, τ is first refined on its certified support S (k entries): a
+    candidate computed far from τ carries float32 cancellation, and with a = Σ u, b = Σ u² the
+    exact τ + δ solves Σ_S (u - δ)² = 1, δ = (b - 1)/(a + √(a² - k(b - 1))); then p = (u - δ)²
+    and z = 2(u - δ + τ + δ) on S give Σ p^1.5 = Σ (u - δ)³ and p·z = 2(Σ p^1.5 + τ + δ).
+    """
+    excess = tf.nn.relu((alpha - 1.0) * logits - tau)
+    squares_sum = tf.reduce_sum(tf.square(excess), axis=-1, keepdims=True)
+    if alpha == 2.0:
+        return tau, squares_sum + tau, squares_sum
+    excess_sum = tf.reduce_sum(excess, axis=-1, keepdims=True)
+    cubes_sum = tf.reduce_sum(excess * tf.square(excess), axis=-1, keepdims=True)
+    count = tf.cast(support_size, tf.float32)
+    discriminant = tf.nn.relu(tf.square(excess_sum) - count * (squares_sum - 1.0))
+    shift = (squares_sum - 1.0) / (excess_sum + tf.sqrt(discriminant))
+    power_sum = cubes_sum - shift * (3.0 * squares_sum - shift * (3.0 * excess_sum - count * shift))
+    tau += shift
+    return tau, 2.0 * (power_sum + tau), power_sum
+
+
 def _threshold(values: tf.Tensor, alpha: float, n_iter: int):
     """τ (on the scale of (α - 1) z) and support size from values sorted largest first."""
     if alpha == 2.0:
@@ -170,9 +268,10 @@ def entmax_statistics(
     """Threshold τ, p·z and Σ p^α of α-entmax, per row, from a partial sort when it suffices.
 
     The statistics are computed from the `top_k` largest logits of every row; that is exact
-    whenever every support is smaller than `top_k`. Otherwise the whole batch tries the
-    `8 * top_k` largest, and then all logits (sorted for α ∈ {1.5, 2}). Fenchel-Young losses
-    need nothing else in the forward pass, so they never touch the full vocabulary there.
+    whenever every support is smaller than `top_k`. Otherwise, for α ∈ {1.5, 2}, τ comes from
+    `newton_threshold` over all logits (a few passes, no sort), and if some row is not certified
+    within `MAX_NEWTON_STEPS` steps, from sorting all logits; for other α the whole batch tries
+    the `8 * top_k` largest, and then bisects over all logits.
 
     Args:
         logits: float32 logits `[..., V]`.
@@ -189,6 +288,14 @@ def entmax_statistics(
         values = tf.sort(logits, direction="DESCENDING") if _is_sort_based(alpha) else logits
         return _support_statistics(values, alpha, n_iter)[0]
 
+    def by_newton():
+        tau, support_size, certified = newton_threshold(logits, alpha, MAX_NEWTON_STEPS)
+        return tf.cond(
+            tf.reduce_all(certified),
+            lambda: _statistics_from_threshold(logits, tau, support_size, alpha),
+            from_all_logits,
+        )
+
     def from_largest(k, otherwise):
         def statistics():
             largest = tf.math.top_k(logits, k=k, sorted=True).values
@@ -200,14 +307,18 @@ def entmax_statistics(
     vocab_size = logits.shape[-1]
     if top_k is None or vocab_size is None:
         return from_all_logits()
-    statistics = from_all_logits
-    for k in reversed(partial_sort_sizes(top_k, vocab_size)):
+    if _is_sort_based(alpha):
+        statistics = by_newton if top_k < vocab_size else from_all_logits
+        sizes = [top_k] if top_k < vocab_size else []
+    else:
+        statistics, sizes = from_all_logits, partial_sort_sizes(top_k, vocab_size)
+    for k in reversed(sizes):
         statistics = from_largest(k, statistics)
     return statistics()
 
 
 def partial_sort_sizes(top_k: int, vocab_size: int) -> list[int]:
-    """The partial-sort sizes tried in turn before using all logits: k, then 8k, below |V|."""
+    """The partial-sort sizes bisection tries in turn before all logits: k, then 8k, below |V|."""
     return [k for k in (top_k, 8 * top_k) if k < vocab_size]
 
 

@@ -384,9 +384,10 @@ def _top_candidates(step, alive, log_scores, penalty, settings: _SearchSettings)
     candidate_log_scores = alive.log_scores[..., tf.newaxis] + log_scores
     objectives = alive.scores[..., tf.newaxis] + log_scores - penalty
     batch_size = tf.shape(log_scores)[0]
-    objectives, flat_indices = tf.math.top_k(
-        tf.reshape(objectives, [batch_size, -1]), k=2 * settings.group_size
-    )
+    static_size = log_scores.shape[-1]
+    row_length = -1 if static_size is None else settings.group_size * static_size
+    objectives = tf.reshape(objectives, [batch_size, row_length])
+    objectives, flat_indices = common.top_k(objectives, k=2 * settings.group_size)
     origins = flat_indices // vocabulary_size
     tokens = flat_indices % vocabulary_size
     ids = tf.gather(alive.ids, origins, batch_dims=1)

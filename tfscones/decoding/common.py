@@ -160,6 +160,45 @@ def decode_step(
     )
 
 
+TOP_K_BLOCK = 64
+
+
+def top_k(values: tf.Tensor, k: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """`tf.math.top_k(values, k)` of `[rows, n]` (the same values and indices, ties included).
+
+    Beam search draws a few candidates from every beam's whole vocabulary, a row of
+    `beams * vocabulary` scores per sentence, where `tf.math.top_k` compares every entry. Here the
+    row is cut into blocks of `TOP_K_BLOCK` entries: the `k` best entries lie in the `k` blocks
+    with the best maxima (ties to the lower block), so one vectorised maximum per block, a top-k of
+    the block maxima and a top-k within the `k` blocks chosen give the same answer, in the same
+    order (on ties the lower index first, as `tf.math.top_k`). Rows shorter than
+    `8 * k * TOP_K_BLOCK` entries use `tf.math.top_k` itself.
+
+    Args:
+        values: float `[rows, n]`, `n` static.
+        k: How many entries to keep, at most `n`.
+
+    Returns:
+        `(values, indices)`, each `[rows, k]`, best first.
+    """
+    length = values.shape[-1]
+    if length is None or length < 8 * k * TOP_K_BLOCK:
+        return tf.math.top_k(values, k=k)
+    blocks = -(-length // TOP_K_BLOCK)
+    padded = tf.pad(
+        values,
+        [[0, 0], [0, blocks * TOP_K_BLOCK - length]],
+        constant_values=float("-inf"),
+    )
+    padded = tf.reshape(padded, [-1, blocks, TOP_K_BLOCK])
+    _, best_blocks = tf.math.top_k(tf.reduce_max(padded, axis=2), k=k)
+    best_blocks = tf.sort(best_blocks, axis=1)
+    candidates = tf.reshape(tf.gather(padded, best_blocks, batch_dims=1), [-1, k * TOP_K_BLOCK])
+    top_values, positions = tf.math.top_k(candidates, k=k)
+    block_of = tf.gather(best_blocks, positions // TOP_K_BLOCK, batch_dims=1)
+    return top_values, block_of * TOP_K_BLOCK + positions % TOP_K_BLOCK
+
+
 class SearchCache(NamedTuple):
     """The self-attention cache a search starts from, and the shapes it keeps in the loop.
 

@@ -71,9 +71,12 @@ class Seq2SeqTransformer(keras.Model):
     for the SCONES sigmoid head).
 
     Decoding calls `encode` once, then `decode_step` for each position with a key/value cache
-    from `initial_cache` (and, optionally, the encoder's keys and values from
-    `cross_attention_cache`); shapes do not change between steps, so decoding runs in
-    `tf.while_loop` and under XLA.
+    (and, optionally, the encoder's keys and values from `cross_attention_cache`). The cache of
+    `initial_cache` has one slot per allowed position, so shapes do not change between steps and
+    decoding runs under XLA; the cache of `growing_cache` holds exactly the positions decoded so
+    far, so a step's work grows with the output instead (the decoders' choice outside XLA).
+    `decode_step` computes one position with a few plain ops per layer
+    (`tfscones.models.decoder_step`), not through the layers' `call`.
 
     Args:
         vocabulary_size: Size of the (joint) vocabulary.

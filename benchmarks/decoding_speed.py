@@ -19,7 +19,7 @@ within a repeat every configuration runs once, so machine noise hits them alike.
 1.5x keras-hub's `BeamSampler`.
 
 `--baseline DIR` times another SavedModel of the same run beside this one (for example one
-exported by an older version: `tfscones export --run RUN --beam-size 4 --nbest 1 DIR`), in the
+exported by an older version: `tfscones export --run RUN --beam-size 4 --nbest 1 --out DIR`), in the
 same process and the same repeats, and checks that both translate every sentence alike.
 `--threads 1` runs TensorFlow on one thread (intra- and inter-op), as a CTranslate2 comparison
 with `intra_threads=1` needs; `--savedmodel-only` skips Table 2. Issue 14's figures:

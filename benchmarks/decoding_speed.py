@@ -17,11 +17,22 @@ Each figure is the median over `--repeats` passes over the sentences, after one 
 within a repeat every configuration runs once, so machine noise hits them alike. Targets
 (issue 4): greedy at least 3.5x beam-4 (the SCONES paper measured 3.9x), our beam-4 at least
 1.5x keras-hub's `BeamSampler`.
+
+`--baseline DIR` times another SavedModel of the same run beside this one (for example one
+exported by an older version: `tfscones export --run RUN --beam-size 4 --nbest 1 --out DIR`), in the
+same process and the same repeats, and checks that both translate every sentence alike.
+`--threads 1` runs TensorFlow on one thread (intra- and inter-op), as a CTranslate2 comparison
+with `intra_threads=1` needs; `--savedmodel-only` skips Table 2. Issue 14's figures:
+
+    python -m benchmarks.decoding_speed --run runs/demo-softmax \
+        --sentences tfscones/data/demo/test.de --count 1000 --threads 1 --beam-sizes 4 \
+        --savedmodel-only --baseline exports/demo-softmax-before/1
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -47,16 +58,15 @@ from tfscones.serving import (
 
 BATCH_SIZES = (1, 4, 32)
 BEAM_SIZES = (2, 4, 8)
+BASELINE = "baseline "
 
 
 def batches(items, batch_size: int) -> list:
     return [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
 
 
-def sentences_per_second(
-    calls: dict[str, Callable[[], None]], count: int, repeats: int
-) -> dict[str, float]:
-    """Median sentences/s of each call (one pass over `count` sentences), interleaved."""
+def seconds_per_pass(calls: dict[str, Callable[[], None]], repeats: int) -> dict[str, float]:
+    """Median seconds of each call (one pass over the sentences), interleaved, after a warm-up."""
     for call in calls.values():
         call()
     seconds: dict[str, list[float]] = {name: [] for name in calls}
@@ -65,13 +75,20 @@ def sentences_per_second(
             start = time.perf_counter()
             call()
             seconds[name].append(time.perf_counter() - start)
-    return {name: count / statistics.median(values) for name, values in seconds.items()}
+    return {name: statistics.median(values) for name, values in seconds.items()}
 
 
-def export_modules(model, tokenizer, folder: Path) -> dict[int, object]:
+def sentences_per_second(
+    calls: dict[str, Callable[[], None]], count: int, repeats: int
+) -> dict[str, float]:
+    """Median sentences/s of each call (one pass over `count` sentences), interleaved."""
+    return {name: count / seconds for name, seconds in seconds_per_pass(calls, repeats).items()}
+
+
+def export_modules(model, tokenizer, folder: Path, beam_sizes) -> dict[int, object]:
     """One loaded SavedModel per beam size."""
     loaded = {}
-    for beam_size in BEAM_SIZES:
+    for beam_size in beam_sizes:
         module = TranslationModule(model, tokenizer, beam_size=beam_size, num_hypotheses=1)
         out = folder / f"beam{beam_size}" / "1"
         write_savedmodel(module, out)
@@ -79,18 +96,49 @@ def export_modules(model, tokenizer, folder: Path) -> dict[int, object]:
     return loaded
 
 
-def savedmodel_calls(loaded, sentences: list[str]) -> dict[str, Callable[[], None]]:
+def load_baseline(folder: Path) -> dict[int, object]:
+    """A SavedModel exported elsewhere, under its beam size (from its export record)."""
+    info = json.loads((folder / "assets.extra" / "tfscones_export.json").read_text())
+    return {int(info["beam_size"]): tf.saved_model.load(str(folder))}
+
+
+def savedmodel_calls(
+    loaded, sentences: list[str], batch_sizes, prefix: str = ""
+) -> dict[str, Callable[[], None]]:
     calls = {}
-    for batch_size in BATCH_SIZES:
+    for batch_size in batch_sizes:
         requests = [tf.constant(batch) for batch in batches(sentences, batch_size)]
-        greedy = loaded[BEAM_SIZES[0]].signatures["translate"]
-        calls[f"greedy@{batch_size}"] = lambda g=greedy, r=requests: [g(source=x) for x in r]
-        for beam_size in BEAM_SIZES:
-            function = loaded[beam_size].signatures["translate_beam"]
-            calls[f"beam{beam_size}@{batch_size}"] = lambda f=function, r=requests: [
+        greedy = next(iter(loaded.values())).signatures["translate"]
+        calls[f"{prefix}greedy@{batch_size}"] = lambda g=greedy, r=requests: [
+            g(source=x) for x in r
+        ]
+        for beam_size, module in loaded.items():
+            function = module.signatures["translate_beam"]
+            calls[f"{prefix}beam{beam_size}@{batch_size}"] = lambda f=function, r=requests: [
                 f(source=x) for x in r
             ]
     return calls
+
+
+def differences(loaded, baseline, sentences: list[str], batch_size: int = 32) -> list[str]:
+    """Sentences that the two SavedModels translate differently (greedy or beam), as lines."""
+    found = []
+    requests = [tf.constant(batch) for batch in batches(sentences, batch_size)]
+    for beam_size, reference in baseline.items():
+        pairs = {"translate": next(iter(loaded.values())), "translate_beam": loaded.get(beam_size)}
+        for signature, module in pairs.items():
+            if module is None:
+                continue
+            for request in requests:
+                ours = module.signatures[signature](source=request)
+                theirs = reference.signatures[signature](source=request)
+                for i, (a, b) in enumerate(
+                    zip(ours["translations"].numpy(), theirs["translations"].numpy(), strict=True)
+                ):
+                    score_a, score_b = float(ours["scores"][i]), float(theirs["scores"][i])
+                    if a != b or not math.isclose(score_a, score_b, rel_tol=1e-4, abs_tol=1e-4):
+                        found.append(f"{signature}: {a!r} ({score_a:.5f}) vs {b!r} ({score_b:.5f})")
+    return found
 
 
 def ids_calls(model, source_batches, width: int) -> dict[str, Callable[[], None]]:
@@ -111,10 +159,12 @@ def ids_calls(model, source_batches, width: int) -> dict[str, Callable[[], None]
     return calls
 
 
-def padded_source_batches(tokenizer, sentences, max_length) -> dict[int, list[tf.Tensor]]:
+def padded_source_batches(
+    tokenizer, sentences, max_length, batch_sizes
+) -> dict[int, list[tf.Tensor]]:
     ids = source_ids_for_model(tokenizer, tf.constant(sentences), max_length)
     result = {}
-    for batch_size in BATCH_SIZES:
+    for batch_size in batch_sizes:
         result[batch_size] = []
         for start in range(0, len(sentences), batch_size):
             batch = ids[start : start + batch_size]
@@ -123,21 +173,25 @@ def padded_source_batches(tokenizer, sentences, max_length) -> dict[int, list[tf
     return result
 
 
-def print_table(title: str, rows: list[str], figures: dict[str, float]) -> None:
-    print(f"\n{title} (sentences/s)")
-    print(f"| {'decoder':<18} | " + " | ".join(f"batch {b:>2}" for b in BATCH_SIZES) + " |")
-    print(f"|{'-' * 20}|" + "|".join("-" * 10 for _ in BATCH_SIZES) + "|")
+def print_table(
+    title: str, rows: list[str], figures: dict[str, float], batch_sizes, unit: str = "sentences/s"
+) -> None:
+    print(f"\n{title} ({unit})")
+    print(f"| {'decoder':<18} | " + " | ".join(f"batch {b:>2}" for b in batch_sizes) + " |")
+    print(f"|{'-' * 20}|" + "|".join("-" * 10 for _ in batch_sizes) + "|")
     for row in rows:
-        cells = " | ".join(f"{figures[f'{row}@{b}']:>8.1f}" for b in BATCH_SIZES)
+        cells = " | ".join(f"{figures[f'{row}@{b}']:>8.2f}" for b in batch_sizes)
         print(f"| {row:<18} | {cells} |")
 
 
-def print_ratios(title: str, ratios: dict[str, tuple[str, str, float | None]], figures) -> None:
+def print_ratios(
+    title: str, ratios: dict[str, tuple[str, str, float | None]], figures, batch_sizes
+) -> None:
     """Prints each ratio per batch size and, where there is a target, whether it is met."""
     print(f"\n{title}")
     for label, (numerator, denominator, target) in ratios.items():
-        values = [figures[f"{numerator}@{b}"] / figures[f"{denominator}@{b}"] for b in BATCH_SIZES]
-        cells = ", ".join(f"batch {b}: {v:.2f}x" for b, v in zip(BATCH_SIZES, values, strict=True))
+        values = [figures[f"{numerator}@{b}"] / figures[f"{denominator}@{b}"] for b in batch_sizes]
+        cells = ", ".join(f"batch {b}: {v:.2f}x" for b, v in zip(batch_sizes, values, strict=True))
         if target is None:
             print(f"- {label}: {cells}")
         else:
@@ -151,32 +205,56 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--sentences", type=Path, required=True, help="source sentences")
     parser.add_argument("--count", type=int, default=64, help="sentences decoded per pass")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, help="TensorFlow intra- and inter-op threads")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=list(BATCH_SIZES))
+    parser.add_argument("--beam-sizes", type=int, nargs="+", default=list(BEAM_SIZES))
+    parser.add_argument("--baseline", type=Path, help="another SavedModel to time beside ours")
+    parser.add_argument("--savedmodel-only", action="store_true", help="skip Table 2")
     arguments = parser.parse_args(argv)
     for path in (arguments.run / "model.keras", arguments.run / "spm.model", arguments.sentences):
         if not path.is_file():
             parser.error(f"{path} does not exist")
+    if arguments.baseline and not (arguments.baseline / "saved_model.pb").is_file():
+        parser.error(f"{arguments.baseline} holds no saved_model.pb")
     return arguments
 
 
-def main(argv=None) -> None:
-    arguments = parse_arguments(argv)
-    model = load_model(arguments.run / "model.keras")
-    tokenizer = Tokenizer.from_file(arguments.run / "spm.model")
-    sentences = read_lines(arguments.sentences)[: arguments.count]
-    print(f"{arguments.run}: {model.count_params():,} parameters, head {model.head}")
-    print(f"{len(sentences)} sentences from {arguments.sentences}, median of {arguments.repeats}")
+def time_savedmodels(arguments, model, tokenizer, sentences) -> None:
+    """Table 1, with the baseline's rows and its differences from ours if there is one."""
+    batch_sizes = arguments.batch_sizes
     with tempfile.TemporaryDirectory() as folder:
-        loaded = export_modules(model, tokenizer, Path(folder))
-        figures = sentences_per_second(
-            savedmodel_calls(loaded, sentences), len(sentences), arguments.repeats
-        )
-    print_table(
-        "Table 1: exported SavedModel, text in, text out",
-        ["greedy"] + [f"beam{b}" for b in BEAM_SIZES],
-        figures,
-    )
-    print_ratios("greedy speed over beam-4", {"SavedModel": ("greedy", "beam4", 3.5)}, figures)
-    sources = padded_source_batches(tokenizer, sentences, model.max_sequence_length)
+        loaded = export_modules(model, tokenizer, Path(folder), arguments.beam_sizes)
+        calls = savedmodel_calls(loaded, sentences, batch_sizes)
+        rows = ["greedy"] + [f"beam{b}" for b in arguments.beam_sizes]
+        if arguments.baseline:
+            baseline = load_baseline(arguments.baseline)
+            calls.update(savedmodel_calls(baseline, sentences, batch_sizes, BASELINE))
+            rows += [BASELINE + "greedy"] + [f"{BASELINE}beam{b}" for b in baseline]
+            different = differences(loaded, baseline, sentences)
+            print(f"\nsentences translated differently from the baseline: {len(different)}")
+            for line in different[:20]:
+                print(f"- {line}")
+        seconds = seconds_per_pass(calls, arguments.repeats)
+    figures = {name: len(sentences) / value for name, value in seconds.items()}
+    title = "Table 1: exported SavedModel, text in, text out"
+    print_table(title, rows, figures, batch_sizes)
+    print_table(title, rows, seconds, batch_sizes, unit=f"seconds for {len(sentences)} sentences")
+    if 4 in arguments.beam_sizes:
+        ratios = {"SavedModel": ("greedy", "beam4", 3.5)}
+        print_ratios("greedy speed over beam-4", ratios, figures, batch_sizes)
+    if arguments.baseline:
+        ratios = {
+            f"{row}": (row, BASELINE + row, None)
+            for row in rows
+            if not row.startswith(BASELINE) and BASELINE + row in rows
+        }
+        print_ratios("ours over the baseline (speed)", ratios, figures, batch_sizes)
+
+
+def time_decoders(arguments, model, tokenizer, sentences) -> None:
+    """Table 2: our decoders and keras-hub's samplers, ids in and ids out."""
+    batch_sizes = arguments.batch_sizes
+    sources = padded_source_batches(tokenizer, sentences, model.max_sequence_length, batch_sizes)
     width = model.max_sequence_length
     figures = sentences_per_second(
         ids_calls(model, sources, width), len(sentences), arguments.repeats
@@ -185,6 +263,7 @@ def main(argv=None) -> None:
         f"Table 2: ids in, ids out, output width {width}",
         ["ours greedy", "keras-hub greedy", "ours beam4", "keras-hub beam4"],
         figures,
+        batch_sizes,
     )
     print_ratios(
         "ours over keras-hub",
@@ -193,7 +272,24 @@ def main(argv=None) -> None:
             "greedy": ("ours greedy", "keras-hub greedy", None),
         },
         figures,
+        batch_sizes,
     )
+
+
+def main(argv=None) -> None:
+    arguments = parse_arguments(argv)
+    if arguments.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(arguments.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(arguments.threads)
+    model = load_model(arguments.run / "model.keras")
+    tokenizer = Tokenizer.from_file(arguments.run / "spm.model")
+    sentences = read_lines(arguments.sentences)[: arguments.count]
+    print(f"{arguments.run}: {model.count_params():,} parameters, head {model.head}")
+    print(f"{len(sentences)} sentences from {arguments.sentences}, median of {arguments.repeats}")
+    print(f"threads: {arguments.threads or 'TensorFlow default'}")
+    time_savedmodels(arguments, model, tokenizer, sentences)
+    if not arguments.savedmodel_only:
+        time_decoders(arguments, model, tokenizer, sentences)
 
 
 if __name__ == "__main__":

@@ -75,12 +75,21 @@ def model_inputs(source, target_in) -> dict[str, tf.Tensor]:
     }
 
 
-def stepwise_logits(model, source, target_in, use_cross_cache=False, max_length=None) -> tf.Tensor:
-    """Logits `[batch, T, V]` of teacher forcing `target_in`, one cached decoder step at a time."""
+def stepwise_logits(
+    model, source, target_in, use_cross_cache=False, max_length=None, growing=False
+) -> tf.Tensor:
+    """Logits `[batch, T, V]` of teacher forcing `target_in`, one cached decoder step at a time.
+
+    The cache is `model.initial_cache` (one slot per position, `max_length` of them), or
+    `model.growing_cache` if `growing`.
+    """
     source = tf.constant(source, tf.int32)
     target_in = tf.constant(target_in, tf.int32)
     encoder_outputs, padding_mask = model.encode(source)
-    cache = model.initial_cache(tf.shape(source)[0], max_length or target_in.shape[1])
+    if growing:
+        cache = model.growing_cache(tf.shape(source)[0])
+    else:
+        cache = model.initial_cache(tf.shape(source)[0], max_length or target_in.shape[1])
     cross_cache = model.cross_attention_cache(encoder_outputs) if use_cross_cache else None
     steps = []
     for t in range(target_in.shape[1]):

@@ -252,3 +252,31 @@ def test_padded_mode_and_padded_source_equal_dynamic(tiny_model):
     np.testing.assert_array_equal(padded.ids.numpy(), dynamic.ids.numpy())
     np.testing.assert_array_equal(padded.lengths.numpy(), dynamic.lengths.numpy())
     np.testing.assert_allclose(padded.scores.numpy(), dynamic.scores.numpy(), rtol=1e-4, atol=1e-5)
+
+
+class FixedCacheOnly:
+    """A model without `growing_cache`: the decoders fall back to its `initial_cache`."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        if name == "growing_cache":
+            raise AttributeError(name)
+        return getattr(self._model, name)
+
+
+@pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
+def test_growing_and_fixed_caches_give_the_same_search(head):
+    """The growing cache (outside XLA) and the fixed one (XLA's) find the same hypotheses."""
+    model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=12, eos_bias=1.0)
+    fixed_model = FixedCacheOnly(model)
+    assert hasattr(model, "growing_cache") and not hasattr(fixed_model, "growing_cache")
+    for search in (
+        lambda m: beam_search(m, REAL_SOURCE, beam_size=3, num_hypotheses=3, length_penalty=0.6),
+        lambda m: greedy_decode(m, REAL_SOURCE),
+    ):
+        growing, fixed = search(model), search(fixed_model)
+        np.testing.assert_array_equal(growing.ids.numpy(), fixed.ids.numpy())
+        np.testing.assert_array_equal(growing.lengths.numpy(), fixed.lengths.numpy())
+        np.testing.assert_allclose(growing.scores.numpy(), fixed.scores.numpy(), rtol=1e-5)

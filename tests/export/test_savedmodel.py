@@ -171,6 +171,9 @@ def test_graph_has_no_python_ops(export_dir):
     ops = saved_model_ops(export_dir)
     assert "SentencepieceOp" in ops and "SentencepieceTokenizeOp" in ops
     assert not ops & PY_FUNCS
+    # No XLA op either: outside a compiled cluster one needs XLA's on-demand kernels, which a
+    # TF Serving build may lack.
+    assert not {op for op in ops if op.startswith("Xla")}
 
 
 def test_fresh_process_with_only_tensorflow_and_text_loads_and_runs_it(

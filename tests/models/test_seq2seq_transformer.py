@@ -26,10 +26,13 @@ INPUTS = harness.model_inputs(SOURCE, TARGET_IN)
     ],
 )
 @pytest.mark.parametrize("use_cross_cache", [False, True])
-def test_cached_decoding_equals_full_forward(head, overrides, use_cross_cache):
+@pytest.mark.parametrize("growing", [False, True])
+def test_cached_decoding_equals_full_forward(head, overrides, use_cross_cache, growing):
     model = harness.small_model(VOCAB, head, **overrides)
     full = model(INPUTS, training=False)
-    stepped = stepwise_logits(model, SOURCE, TARGET_IN, use_cross_cache, max_length=8)
+    stepped = stepwise_logits(
+        model, SOURCE, TARGET_IN, use_cross_cache, max_length=8, growing=growing
+    )
     assert stepped.dtype == tf.float32
     np.testing.assert_allclose(stepped.numpy(), full.numpy(), atol=1e-4)
 
@@ -227,7 +230,7 @@ def test_rows_at_their_own_positions_step_like_the_full_forward_pass(overrides):
     positions = np.array([2, 5, 0], np.int32)
     later = np.arange(8)[None, :] >= positions[:, None]
     noise = np.random.default_rng(0).normal(size=cache.shape).astype(np.float32)
-    noisy_cache = np.where(later[:, None, None, :, None, None], noise, cache.numpy())
+    noisy_cache = np.where(later[:, None, None, None, :, None], noise, cache.numpy())
     tokens = TARGET_IN[np.arange(3), positions]
     logits, stepped_cache = model.decode_step(
         tokens, encoder_outputs, padding_mask, noisy_cache, tf.constant(positions), cross_cache
@@ -235,7 +238,7 @@ def test_rows_at_their_own_positions_step_like_the_full_forward_pass(overrides):
     np.testing.assert_allclose(logits.numpy(), full[np.arange(3), positions], atol=1e-4)
     for row, position in enumerate(positions):
         np.testing.assert_allclose(
-            stepped_cache[row, :, :, : position + 1].numpy(),
-            cache[row, :, :, : position + 1].numpy(),
+            stepped_cache[row, :, :, :, : position + 1].numpy(),
+            cache[row, :, :, :, : position + 1].numpy(),
             atol=1e-5,
         )

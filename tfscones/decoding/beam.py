@@ -272,22 +272,26 @@ def _search(model, source_ids, settings: _SearchSettings, max_length_a, max_leng
         )
         alive, origins, finished = _extend(step, alive, log_scores, finished, max_lengths, settings)
         flat_origins = tf.reshape(origins + tf.range(batch_size)[:, None, None] * beams, [-1])
-        cache = tf.nest.map_structure(
-            lambda t: tf.ensure_shape(tf.gather(t, flat_origins), t.shape), cache
-        )
+        with tf.name_scope("reorder_cache"):
+            cache = tf.nest.map_structure(
+                lambda t: tf.ensure_shape(tf.gather(t, flat_origins), t.shape), cache
+            )
         alive_tokens = tf.gather(alive.ids, step, axis=3)
         return step + 1, alive, alive_tokens, finished, cache
 
+    cache = common.search_cache(model, batch_size * beams, settings.width)
+    loop_variables = (
+        tf.constant(0),
+        _initial_alive(batch_size, settings),
+        tf.fill([batch_size, settings.num_groups, settings.group_size], BOS_ID),
+        _empty_hypotheses(batch_size, settings, settings.finished_per_group),
+        cache.cache,
+    )
     _, _, _, finished, _ = tf.while_loop(
         keep_going,
         body,
-        (
-            tf.constant(0),
-            _initial_alive(batch_size, settings),
-            tf.fill([batch_size, settings.num_groups, settings.group_size], BOS_ID),
-            _empty_hypotheses(batch_size, settings, settings.finished_per_group),
-            model.initial_cache(batch_size * beams, settings.width),
-        ),
+        loop_variables,
+        shape_invariants=common.loop_shape_invariants(loop_variables, cache),
         maximum_iterations=settings.width,
     )
     return _best_first(finished, settings)
@@ -380,9 +384,10 @@ def _top_candidates(step, alive, log_scores, penalty, settings: _SearchSettings)
     candidate_log_scores = alive.log_scores[..., tf.newaxis] + log_scores
     objectives = alive.scores[..., tf.newaxis] + log_scores - penalty
     batch_size = tf.shape(log_scores)[0]
-    objectives, flat_indices = tf.math.top_k(
-        tf.reshape(objectives, [batch_size, -1]), k=2 * settings.group_size
-    )
+    static_size = log_scores.shape[-1]
+    row_length = -1 if static_size is None else settings.group_size * static_size
+    objectives = tf.reshape(objectives, [batch_size, row_length])
+    objectives, flat_indices = common.top_k(objectives, k=2 * settings.group_size)
     origins = flat_indices // vocabulary_size
     tokens = flat_indices % vocabulary_size
     ids = tf.gather(alive.ids, origins, batch_dims=1)

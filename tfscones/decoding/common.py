@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util
 
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
@@ -41,14 +42,14 @@ class EncodedSource(NamedTuple):
         encoder_outputs: `[batch, source_length, hidden_dim]` from `model.encode`.
         source_padding_mask: bool `[batch, source_length]`, True at real tokens.
         cross_attention_cache: The decoder's keys and values over the encoder,
-            `model.cross_attention_cache(encoder_outputs)`.
+            `model.cross_attention_cache(encoder_outputs)`: any nest of tensors, rows first.
         max_lengths: int32 `[batch]`, the most tokens each sentence may produce (EOS included),
             between 1 and the decoder's `max_output_length`.
     """
 
     encoder_outputs: tf.Tensor
     source_padding_mask: tf.Tensor
-    cross_attention_cache: tf.Tensor
+    cross_attention_cache: Any
     max_lengths: tf.Tensor
 
 
@@ -159,6 +160,102 @@ def decode_step(
     )
 
 
+TOP_K_BLOCK = 64
+
+
+def top_k(values: tf.Tensor, k: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """`tf.math.top_k(values, k)` of `[rows, n]` (the same values and indices, ties included).
+
+    Beam search draws a few candidates from every beam's whole vocabulary, a row of
+    `beams * vocabulary` scores per sentence, where `tf.math.top_k` compares every entry. Here the
+    row is cut into blocks of `TOP_K_BLOCK` entries: the `k` best entries lie in the `k` blocks
+    with the best maxima (ties to the lower block), so one vectorised maximum per block, a top-k of
+    the block maxima and a top-k within the `k` blocks chosen give the same answer, in the same
+    order (on ties the lower index first, as `tf.math.top_k`). Rows shorter than
+    `8 * k * TOP_K_BLOCK` entries use `tf.math.top_k` itself.
+
+    Args:
+        values: float `[rows, n]`, `n` static.
+        k: How many entries to keep, at most `n`.
+
+    Returns:
+        `(values, indices)`, each `[rows, k]`, best first.
+    """
+    length = values.shape[-1]
+    if length is None or length < 8 * k * TOP_K_BLOCK:
+        return tf.math.top_k(values, k=k)
+    blocks = -(-length // TOP_K_BLOCK)
+    padded = tf.pad(
+        values,
+        [[0, 0], [0, blocks * TOP_K_BLOCK - length]],
+        constant_values=float("-inf"),
+    )
+    padded = tf.reshape(padded, [-1, blocks, TOP_K_BLOCK])
+    _, best_blocks = tf.math.top_k(tf.reduce_max(padded, axis=2), k=k)
+    best_blocks = tf.sort(best_blocks, axis=1)
+    candidates = tf.reshape(tf.gather(padded, best_blocks, batch_dims=1), [-1, k * TOP_K_BLOCK])
+    top_values, positions = tf.math.top_k(candidates, k=k)
+    block_of = tf.gather(best_blocks, positions // TOP_K_BLOCK, batch_dims=1)
+    return top_values, block_of * TOP_K_BLOCK + positions % TOP_K_BLOCK
+
+
+class SearchCache(NamedTuple):
+    """The self-attention cache a search starts from, and the shapes it keeps in the loop.
+
+    Attributes:
+        cache: `model.growing_cache(rows)` or `model.initial_cache(rows, width)`.
+        shape_invariant: The `tf.while_loop` shape invariant of `cache` (a nest like it):
+            its static shape, or for a growing cache, its rank with every dimension unknown.
+    """
+
+    cache: Any
+    shape_invariant: Any
+
+
+def search_cache(model: StepModel, rows: tf.Tensor | int, width: int) -> SearchCache:
+    """The cache of a search over `rows` sequences of at most `width` positions.
+
+    A model with `growing_cache` (`Seq2SeqTransformer`) gets one outside XLA: a step then
+    attends to, and beam search reorders, only the positions decoded so far, not all `width`
+    of them. Under XLA (`jit_compile=True`), where shapes must not change, and for a model
+    without it, the cache is `model.initial_cache(rows, width)`.
+
+    Args:
+        model: The model.
+        rows: Number of sequences decoded together.
+        width: The most positions a sequence may have.
+
+    Returns:
+        A `SearchCache`.
+    """
+    graph = tf.compat.v1.get_default_graph()
+    if hasattr(model, "growing_cache") and not control_flow_util.GraphOrParentsInXlaContext(graph):
+        cache = model.growing_cache(rows)
+        return SearchCache(
+            cache, tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), cache)
+        )
+    cache = model.initial_cache(rows, width)
+    return SearchCache(cache, tf.nest.map_structure(lambda t: t.shape, cache))
+
+
+def loop_shape_invariants(loop_variables: tuple, cache: SearchCache) -> tuple:
+    """Shape invariants of a search loop's variables: each its static shape, but the cache's.
+
+    Args:
+        loop_variables: The loop's initial values, `cache.cache` among them.
+        cache: The `SearchCache` whose `cache` is one of `loop_variables`.
+
+    Returns:
+        A tuple like `loop_variables`, for `tf.while_loop(shape_invariants=...)`.
+    """
+    return tuple(
+        cache.shape_invariant
+        if value is cache.cache
+        else tf.nest.map_structure(lambda t: tf.convert_to_tensor(t).shape, value)
+        for value in loop_variables
+    )
+
+
 class TokenByTokenOutput(NamedTuple):
     """Sequences grown one chosen token at a time, one row per decoded sequence.
 
@@ -215,18 +312,21 @@ def decode_token_by_token(
         finished = finished | tf.equal(chosen, EOS_ID) | (step + 1 >= source.max_lengths)
         return step + 1, chosen, finished, cache, ids, lengths, scores
 
+    cache = search_cache(model, rows, width)
+    loop_variables = (
+        tf.constant(0),
+        tf.fill([rows], tf.constant(BOS_ID, tf.int32)),
+        tf.zeros([rows], tf.bool),
+        cache.cache,
+        tf.zeros([width, rows], tf.int32),
+        tf.zeros([rows], tf.int32),
+        tf.zeros([rows], tf.float32),
+    )
     _, _, _, _, ids, lengths, scores = tf.while_loop(
         keep_going,
         body,
-        (
-            tf.constant(0),
-            tf.fill([rows], tf.constant(BOS_ID, tf.int32)),
-            tf.zeros([rows], tf.bool),
-            model.initial_cache(rows, width),
-            tf.zeros([width, rows], tf.int32),
-            tf.zeros([rows], tf.int32),
-            tf.zeros([rows], tf.float32),
-        ),
+        loop_variables,
+        shape_invariants=loop_shape_invariants(loop_variables, cache),
         maximum_iterations=width,
     )
     return TokenByTokenOutput(ids=tf.transpose(ids), lengths=lengths, scores=scores)

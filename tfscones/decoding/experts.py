@@ -111,6 +111,10 @@ class ParallelExperts:
         """The model's `initial_cache`."""
         return self.model.initial_cache(batch_size, max_length)
 
+    def growing_cache(self, batch_size):
+        """The model's `growing_cache`."""
+        return self.model.growing_cache(batch_size)
+
     def decode_step(
         self,
         token_ids,

@@ -34,6 +34,11 @@ class StepModel(Protocol):
     sampling repeat and reorder them with `tf.nest.map_structure`, together with the mask and
     the cross-attention cache.
 
+    Optionally, a model has `growing_cache(batch_size)`: an empty cache that each
+    `decode_step` (scalar `index`) extends by one position. Outside XLA the decoders use it
+    (`tfscones.decoding.common.search_cache`), so that a step's work and beam search's reorder
+    grow with the positions decoded so far, not with `max_length`.
+
     Attributes:
         head: The `tfscones.heads.OutputHead` whose `log_scores` rank and score tokens.
         max_sequence_length: The default number of output positions (the decoding cache's

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-import warnings
+from typing import NamedTuple
 
 import keras
 import keras_hub
@@ -13,8 +13,27 @@ from keras import ops
 from tfscones import heads
 from tfscones.data.id_checks import checked_examples
 from tfscones.data.preprocessing import padding_mask
+from tfscones.models.decoder_step import (
+    SelfAttentionSlots,
+    cross_keys_and_values,
+    decoder_layer_step,
+)
 from tfscones.models.output_projection import OutputProjection
 from tfscones.models.presets import PRESETS
+
+
+class GrowingCache(NamedTuple):
+    """A self-attention cache that holds exactly the positions decoded so far.
+
+    `Seq2SeqTransformer.growing_cache` makes an empty one and each `decode_step` returns it
+    one position longer. Its rows come first, so beam search reorders it with `tf.gather`.
+
+    Attributes:
+        entries: `[rows, num_decoder_layers, 2, num_heads, positions, head_dim]`, keys and
+            values (axis 2) of every decoder layer at every position decoded so far.
+    """
+
+    entries: tf.Tensor
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -52,9 +71,12 @@ class Seq2SeqTransformer(keras.Model):
     for the SCONES sigmoid head).
 
     Decoding calls `encode` once, then `decode_step` for each position with a key/value cache
-    from `initial_cache` (and, optionally, the encoder's keys and values from
-    `cross_attention_cache`); shapes do not change between steps, so decoding runs in
-    `tf.while_loop` and under XLA.
+    (and, optionally, the encoder's keys and values from `cross_attention_cache`). The cache of
+    `initial_cache` has one slot per allowed position, so shapes do not change between steps and
+    decoding runs under XLA; the cache of `growing_cache` holds exactly the positions decoded so
+    far, so a step's work grows with the output instead (the decoders' choice outside XLA).
+    `decode_step` computes one position with a few plain ops per layer
+    (`tfscones.models.decoder_step`), not through the layers' `call`.
 
     Args:
         vocabulary_size: Size of the (joint) vocabulary.
@@ -290,7 +312,7 @@ class Seq2SeqTransformer(keras.Model):
     def initial_cache(
         self, batch_size: int | tf.Tensor, max_length: int | None = None
     ) -> tf.Tensor:
-        """The empty self-attention cache of every decoder layer.
+        """The empty self-attention cache of every decoder layer, one slot per position.
 
         Args:
             batch_size: Number of sequences decoded together (beams included).
@@ -298,67 +320,54 @@ class Seq2SeqTransformer(keras.Model):
                 `max_sequence_length`. `decode_step` may be called for indices `0..max_length-1`.
 
         Returns:
-            Zeros `[batch_size, num_decoder_layers, 2, max_length, num_heads, head_dim]` in the
-            compute dtype (axis 2: keys, values), as keras-hub's `CachedMultiHeadAttention` uses.
+            Zeros `[batch_size, num_decoder_layers, 2, num_heads, max_length, head_dim]` in the
+            compute dtype (axis 2: keys, values), head-major so that attention is a batched
+            matrix product.
         """
         max_length = self.max_sequence_length if max_length is None else max_length
         shape = [
             batch_size,
             self.num_decoder_layers,
             2,
-            max_length,
             self.num_heads,
+            max_length,
             self.head_dim,
         ]
         return ops.zeros(shape, dtype=self.compute_dtype)
 
-    def cross_attention_cache(self, encoder_outputs) -> tf.Tensor:
+    def growing_cache(self, batch_size: int | tf.Tensor) -> GrowingCache:
+        """An empty self-attention cache that each `decode_step` extends by one position.
+
+        A step on it attends to exactly the positions decoded so far, so its work grows with
+        the output, not with the longest output allowed, and beam search reorders only those
+        positions. Its length changes from step to step, so a `tf.while_loop` needs a shape
+        invariant for it, and XLA cannot compile it: use `initial_cache` there.
+
+        Args:
+            batch_size: Number of sequences decoded together (beams included).
+
+        Returns:
+            A `GrowingCache` holding no position.
+        """
+        return GrowingCache(self.initial_cache(batch_size, 0))
+
+    def cross_attention_cache(self, encoder_outputs) -> tuple[tuple[tf.Tensor, tf.Tensor], ...]:
         """Keys and values of the decoder's attention over the encoder, computed once.
 
         Optional: `decode_step` computes them itself at every step when not given them. Passing
         this cache saves two `[source_length, hidden_dim] x [hidden_dim, hidden_dim]` products per
-        layer and step; it has a batch axis first, so beam search tiles and reorders it like the
-        encoder outputs.
+        layer and step; its tensors have a batch axis first, so beam search tiles and reorders
+        them like the encoder outputs.
 
         Args:
             encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
 
         Returns:
-            `[batch, num_decoder_layers, 2, source_length, num_heads, head_dim]` in the compute
-            dtype.
+            One `(keys, values)` pair per decoder layer, each
+            `[batch, num_heads, source_length, head_dim]` in the compute dtype.
         """
         encoder_outputs = ops.convert_to_tensor(encoder_outputs)
-        batch_size = ops.shape(encoder_outputs)[0]
-        empty_cross_cache = self._empty_cross_cache(encoder_outputs)
-        # A decoder layer fills its cross-attention cache from `encoder_outputs` alone; the
-        # one-token query and the self-attention cache only satisfy the layer's call contract.
-        query = ops.zeros([batch_size, 1, self.hidden_dim], dtype=encoder_outputs.dtype)
-        self_cache = ops.zeros(
-            [batch_size, 2, 1, self.num_heads, self.head_dim], dtype=encoder_outputs.dtype
-        )
-        caches = []
-        with warnings.catch_warnings():
-            # Keras warns of the softmax over the one-key self-attention cache, which is
-            # intended here: the self-attention result is thrown away.
-            warnings.filterwarnings("ignore", "You are using a softmax over axis", UserWarning)
-            for layer in self.decoder_layers:
-                _, _, cross_cache = layer(
-                    query,
-                    encoder_outputs,
-                    self_attention_cache=self_cache,
-                    self_attention_cache_update_index=0,
-                    cross_attention_cache=empty_cross_cache,
-                    cross_attention_cache_update_index=0,
-                    training=False,
-                )
-                caches.append(cross_cache)
-        return ops.stack(caches, axis=1)
-
-    def _empty_cross_cache(self, encoder_outputs):
-        shape = ops.shape(encoder_outputs)
-        return ops.zeros(
-            [shape[0], 2, shape[1], self.num_heads, self.head_dim], dtype=encoder_outputs.dtype
-        )
+        return tuple(cross_keys_and_values(layer, encoder_outputs) for layer in self.decoder_layers)
 
     def decode_step(
         self,
@@ -368,84 +377,102 @@ class Seq2SeqTransformer(keras.Model):
         cache,
         index,
         cross_attention_cache=None,
-    ) -> tuple[tf.Tensor, tf.Tensor]:
+    ) -> tuple[tf.Tensor, tf.Tensor | GrowingCache]:
         """Logits of the next token after the target token at position `index`, using the cache.
 
         Feeding `target_in_ids[:, t]` for `t = 0, 1, ...` (BOS first) reproduces
         `model(inputs, training=False)[:, t]`. Only position `index` is computed: the keys and
-        values of earlier positions come from `cache`, and this position's are written into it.
-        Shapes do not depend on `index`, so the step runs in `tf.while_loop` and under XLA.
+        values of earlier positions come from `cache`, and this position's are added to it.
 
-        `index` may also give every row its own position (exact search steps prefixes of
-        different lengths together): row r attends to its cached positions `0..index[r]-1` and
-        to its token, whose keys and values end up at `index[r]`; positions after `index[r]`
-        may then hold anything, and no later step of that row reads them.
+        Two kinds of cache:
+        - `initial_cache(batch, max_length)`: one slot per position. Shapes do not depend on
+          `index`, so the step runs in `tf.while_loop` and under XLA. `index` may also give
+          every row its own position (exact search steps prefixes of different lengths
+          together): row r attends to its cached positions `0..index[r]-1` and to its token,
+          whose keys and values are written at `index[r]`; what the cache holds after
+          `index[r]` is neither read nor changed.
+        - `growing_cache(batch)`: exactly the positions before `index` (a scalar); the step
+          appends position `index`, so its cost grows with the positions decoded so far.
 
         Args:
             token_ids: int `[batch]` (or `[batch, 1]`), the target token at position `index`.
             encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
             source_padding_mask: bool `[batch, source_length]` from `encode`.
-            cache: The self-attention cache, `initial_cache`'s shape, holding positions
-                `0..index-1`.
-            index: int scalar (Python or tensor), the position of `token_ids`; or int32
-                `[batch]`, each row's own position.
+            cache: The self-attention cache holding positions `0..index-1`, from
+                `initial_cache` or `growing_cache`.
+            index: int scalar (Python or tensor), the position of `token_ids`; or, with an
+                `initial_cache`, int32 `[batch]`, each row's own position.
             cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`, to avoid
                 recomputing the encoder's keys and values at every step.
 
         Returns:
-            `(logits, cache)`: float32 logits `[batch, vocabulary_size]` and the cache with
-            position `index` written.
+            `(logits, cache)`: float32 logits `[batch, vocabulary_size]` and the cache, of the
+            kind given, with position `index` written.
         """
-        token_ids = ops.reshape(ops.convert_to_tensor(token_ids, "int32"), [-1, 1])
-        encoder_outputs = ops.convert_to_tensor(encoder_outputs)
-        index = ops.convert_to_tensor(index, "int32")
-        x = self._embed(self._target_embedding, token_ids, start_index=index, training=False)
-        write_index, self_attention_mask = self._self_attention_slot(index, ops.shape(cache)[3])
+        token_ids = ops.reshape(ops.convert_to_tensor(token_ids, "int32"), [-1])
+        index = tf.convert_to_tensor(index, tf.int32)
         if cross_attention_cache is None:
-            empty_cross_cache = self._empty_cross_cache(encoder_outputs)
-        layer_caches = []
+            cross_attention_cache = self.cross_attention_cache(encoder_outputs)
+        growing = isinstance(cache, GrowingCache)
+        entries = tf.convert_to_tensor(cache.entries if growing else cache, self.compute_dtype)
+        rows = tf.shape(token_ids)[0]
+        slots = None
+        if not growing:
+            slots = SelfAttentionSlots.at(tf.broadcast_to(index, [rows]), tf.shape(entries)[4])
+        source_visible = tf.convert_to_tensor(source_padding_mask)[:, tf.newaxis, tf.newaxis, :]
+        with tf.name_scope("step_embedding"):
+            x = self._step_embedding(token_ids, index)
+        keys_and_values = []
         for i, layer in enumerate(self.decoder_layers):
-            if cross_attention_cache is None:
-                layer_cross_cache, cross_update_index = empty_cross_cache, 0
-            else:
-                layer_cross_cache, cross_update_index = cross_attention_cache[:, i], None
-            x, layer_cache, _ = layer(
-                x,
-                encoder_outputs,
-                encoder_padding_mask=source_padding_mask,
-                decoder_attention_mask=self_attention_mask,
-                self_attention_cache=cache[:, i],
-                self_attention_cache_update_index=write_index,
-                cross_attention_cache=layer_cross_cache,
-                cross_attention_cache_update_index=cross_update_index,
-                training=False,
-            )
-            layer_caches.append(layer_cache)
+            cross_keys, cross_values = cross_attention_cache[i]
+            with tf.name_scope("cache_slices"):
+                keys, values = entries[:, i, 0], entries[:, i, 1]
+            with tf.name_scope(f"decoder_step_{i}"):
+                step = decoder_layer_step(
+                    layer,
+                    x,
+                    keys,
+                    values,
+                    cross_keys,
+                    cross_values,
+                    source_visible,
+                    slots,
+                )
+            x = step.outputs
+            keys_and_values += [step.keys, step.values]
         if self.normalize_first:
             x = self.decoder_final_norm(x)
-        cache = ops.stack(layer_caches, axis=1)
-        if self_attention_mask is not None:
-            cache = _moved_to_rows_positions(cache, write_index, index)
-        return self._logits(x)[:, 0], cache
+        with tf.name_scope("cache_stack"):
+            entries = tf.reshape(
+                tf.stack(keys_and_values, axis=1),
+                tf.concat(
+                    [[rows, self.num_decoder_layers, 2], tf.shape(keys_and_values[0])[1:]], 0
+                ),
+            )
+        return self._logits(x), GrowingCache(entries) if growing else entries
 
-    @staticmethod
-    def _self_attention_slot(index, cache_length):
-        """Where a step writes its keys and values, and the cached positions it attends to.
+    def _step_embedding(self, token_ids, index):
+        """`_embed` of one token per row, `[rows, hidden_dim]`, at `index` (scalar or `[rows]`).
 
-        A layer writes a step's keys and values at one index for all rows. For a scalar
-        `index` that is `index` itself, and keras-hub's causal mask (positions `0..index`) is
-        the right one. Rows at their own positions all write at `max(index)`, and row r
-        attends to its positions `0..index[r]-1` and to that slot.
-
-        Returns:
-            `(write_index, mask)`: the slot, and None or bool `[batch, 1, cache_length]`.
+        The sinusoids are keras-hub's `SinePositionEncoding` (sine at even, cosine at odd
+        features) computed for the given positions only.
         """
-        if len(ops.shape(index)) == 0:
-            return index, None
-        write_index = ops.max(index)
-        slots = ops.arange(cache_length, dtype="int32")[None, :]
-        mask = ops.logical_or(slots < index[:, None], ops.equal(slots, write_index))
-        return write_index, mask[:, None, :]
+        embedding = self._target_embedding
+        scale = ops.cast(math.sqrt(self.hidden_dim), embedding.compute_dtype)
+        tokens = embedding(token_ids) * scale
+        positions = tf.cast(tf.reshape(index, [-1, 1]), self.position_encoding.compute_dtype)
+        features = ops.arange(self.hidden_dim)
+        min_frequency = ops.cast(
+            1 / self.position_encoding.max_wavelength, self.position_encoding.compute_dtype
+        )
+        timescales = ops.power(
+            min_frequency,
+            ops.cast(2 * (features // 2), min_frequency.dtype)
+            / ops.cast(self.hidden_dim, min_frequency.dtype),
+        )
+        angles = positions * timescales
+        sines = tf.where(tf.equal(features % 2, 0), tf.sin(angles), tf.cos(angles))
+        return tokens + ops.cast(sines, tokens.dtype)
 
     def fit(self, x=None, y=None, *args, **kwargs):
         """Keras's `fit`, after checking that the examples' ids fit the vocabulary.
@@ -537,20 +564,3 @@ class Seq2SeqTransformer(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
-
-
-def _moved_to_rows_positions(cache, write_index, index):
-    """The cache with each row's keys and values at slot `write_index` copied to `index[row]`.
-
-    Args:
-        cache: `[batch, layers, 2, cache_length, heads, head_dim]`.
-        write_index: int32 scalar, the slot every row's step wrote.
-        index: int32 `[batch]`, each row's position.
-
-    Returns:
-        The cache, its shape unchanged.
-    """
-    written = ops.expand_dims(ops.take(cache, write_index, axis=3), 3)
-    slots = ops.arange(ops.shape(cache)[3], dtype="int32")
-    at_position = ops.equal(slots[None, :], index[:, None])
-    return ops.where(at_position[:, None, None, :, None, None], written, cache)

@@ -1,0 +1,37 @@
+"""The search helpers shared by the decoders: the blockwise top-k, the search cache."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import harness
+from tfscones.decoding import common
+
+
+@pytest.mark.parametrize("length, k", [(4000 * 4, 8), (5000, 8), (300, 4)])
+def test_top_k_equals_tf_top_k_ties_and_infinities_included(length, k):
+    rng = np.random.default_rng(length)
+    # Few distinct values, so that ties abound, and some -inf (an entmax head's zeros).
+    values = rng.integers(0, 40, size=[6, length]).astype(np.float32) / 4.0
+    values[rng.random(values.shape) < 0.3] = -np.inf
+    values[5] = -np.inf  # a dead row: every candidate -inf
+    values[4, :] = 1.0  # all tied
+    expected = tf.math.top_k(tf.constant(values), k=k)
+    found_values, found_indices = common.top_k(tf.constant(values), k=k)
+    np.testing.assert_array_equal(found_indices.numpy(), expected.indices.numpy())
+    np.testing.assert_array_equal(found_values.numpy(), expected.values.numpy())
+
+
+def test_search_cache_grows_outside_xla_and_is_fixed_under_it():
+    model = harness.small_model(11)
+    eager = common.search_cache(model, 3, 8)
+    assert eager.cache.entries.shape[4] == 0
+    assert eager.shape_invariant.entries.as_list() == [None] * 6
+
+    @tf.function(jit_compile=True)
+    def compiled():
+        cache = common.search_cache(model, 3, 8)
+        assert cache.shape_invariant == cache.cache.shape
+        return cache.cache
+
+    assert compiled().shape == (3, 2, 2, 2, 8, 8)

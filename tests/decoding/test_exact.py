@@ -17,7 +17,7 @@ from tests.decoding.prefix_table import (
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.decoding import ParallelExperts
 from tfscones.decoding.beam import beam_search
-from tfscones.decoding.exact import exact_search
+from tfscones.decoding.exact import candidate_tokens, exact_search
 from tfscones.models import LatentExpertTransformer
 
 
@@ -202,3 +202,25 @@ def test_bad_settings_are_named(argument, value):
     model = PrefixTableModel(make_table(seed=0), "softmax")
     with pytest.raises(ValueError, match=argument):
         exact_search(model, SOURCE, **{argument: value})
+
+
+def test_candidate_tokens_keep_every_child_that_beats_its_bound():
+    log_scores = np.array(
+        [
+            [-1.0, -2.0, -3.0, -0.5],
+            [-4.0, -4.0, -4.0, -4.0],  # No token beats this row's bound.
+            [-2.0, -1e-3, -7.0, -2.5],
+        ],
+        np.float32,
+    )
+    prefix_scores = np.array([-10.0, -1.0, -3.0])
+    # Row 0's token 1 ties its bound (kept, within the margin; `expand` drops it); row 2's
+    # token 0 beats its bound by 1e-12, which float32 cannot tell from a tie.
+    best = np.array([-12.0, -2.0, -5.0 - 1e-12])
+    candidates = candidate_tokens(log_scores, best - prefix_scores)
+    assert [row.tolist() for row in candidates] == [[0, 1, 3], [], [0, 1]]
+    for row, tokens in enumerate(candidates):
+        beating = np.flatnonzero(
+            prefix_scores[row] + log_scores[row].astype(np.float64) > best[row]
+        )
+        assert set(beating) <= set(tokens.tolist())

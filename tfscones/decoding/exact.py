@@ -264,30 +264,38 @@ class _SentenceSearch:
         self.states += len(popped)
         return popped
 
-    def expand(self, state: _State, log_scores: np.ndarray, slot: int) -> None:
+    def expand(
+        self, state: _State, log_scores: np.ndarray, candidates: np.ndarray, slot: int
+    ) -> None:
         """Completes the state's children that beat the best, or pushes them as a frame.
 
         Args:
             state: The expanded prefix.
             log_scores: The head's log scores of its next token.
+            candidates: Ascending ids of the tokens that may beat the best (`candidate_tokens`):
+                every child that does is among them and EOS, whether or not it is listed.
             slot: The pool slot of its last position's keys and values.
         """
         prefix = state.prefix
-        child_scores = state.score + log_scores.astype(np.float64)
-        if child_scores[EOS_ID] > self.best_score:
-            self._improve(prefix + (EOS_ID,), child_scores[EOS_ID])
-        child_scores[EOS_ID] = -np.inf
-        candidates = np.flatnonzero(child_scores > self.best_score)
+        eos_score = state.score + float(log_scores[EOS_ID])
+        if eos_score > self.best_score:
+            self._improve(prefix + (EOS_ID,), eos_score)
+        candidates = candidates[candidates != EOS_ID]
+        child_scores = state.score + log_scores[candidates].astype(np.float64)
+        beating = child_scores > self.best_score
+        candidates, child_scores = candidates[beating], child_scores[beating]
         if candidates.size == 0:
             self._pool.free(slot)
             return
         if len(prefix) + 1 == self.limit:
-            best = candidates[np.argmax(child_scores[candidates])]
-            self._improve(prefix + (int(best),), child_scores[best])
+            best = np.argmax(child_scores)
+            self._improve(prefix + (int(candidates[best]),), child_scores[best])
             self._pool.free(slot)
             return
-        order = candidates[np.argsort(-child_scores[candidates], kind="stable")]
-        frame = _Frame(prefix, np.append(state.parent_slots, slot), order, child_scores[order])
+        order = np.argsort(-child_scores, kind="stable")
+        frame = _Frame(
+            prefix, np.append(state.parent_slots, slot), candidates[order], child_scores[order]
+        )
         self._pool.hold(frame.slots)
         self._stack.append(frame)
 
@@ -417,15 +425,36 @@ def _search_side_by_side(step, searches: list[_SentenceSearch], rows_per_call: i
         ]
         if requests:
             log_scores, slots = step(requests)
+            bounds = np.array([searches[i].best_score - state.score for i, state in requests])
+            candidates = candidate_tokens(log_scores, bounds)
             # In reverse, so that each sentence's best popped prefix ends on top of its stack.
-            for (i, state), row_scores, slot in reversed(
-                list(zip(requests, log_scores, slots.tolist(), strict=True))
-            ):
-                searches[i].expand(state, row_scores, slot)
+            for row in reversed(range(len(requests))):
+                i, state = requests[row]
+                searches[i].expand(state, log_scores[row], candidates[row], int(slots[row]))
         for i in active:
             if searches[i].done:
                 searches[i].close()
         active = [i for i in active if not searches[i].done]
+
+
+def candidate_tokens(log_scores: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
+    """Per row, the tokens whose log score may exceed the row's bound, found for all rows at once.
+
+    A child beats the best translation when `prefix score + log score > best`, summed in float64;
+    here `bounds` = best - prefix score. The float32 comparison keeps a margin below each bound,
+    so the tokens returned are a superset of those that beat it (`_SentenceSearch.expand` checks
+    them exactly), and the per-row work that remains is on those few tokens, not the vocabulary.
+
+    Args:
+        log_scores: float32 `[rows, vocabulary]`.
+        bounds: float64 `[rows]`.
+
+    Returns:
+        One int array of ascending token ids per row.
+    """
+    margin = 1e-5 * (1.0 + np.abs(bounds))
+    rows, tokens = np.nonzero(log_scores > (bounds - margin).astype(np.float32)[:, np.newaxis])
+    return np.split(tokens, np.searchsorted(rows, np.arange(1, len(log_scores))))
 
 
 def _step_states(step, pool: _CachePool, source: tuple, requests: list) -> tuple:

@@ -133,10 +133,7 @@ def _set_encoder(spec, weights: dict, positions: np.ndarray, model: Seq2SeqTrans
     spec.position_encodings.encodings = positions
     for i, layer in enumerate(spec.layer):
         scope = f"encoder_layer_{i}"
-        _set_attention(layer.self_attention, weights, f"{scope}/self_attention_layer")
-        _set_layer_norm(
-            layer.self_attention.layer_norm, weights, f"{scope}/self_attention_layer_norm"
-        )
+        _set_attention_block(layer.self_attention, weights, scope, "self_attention_layer")
         _set_feedforward(layer.ffn, weights, scope)
     if model.normalize_first:
         _set_layer_norm(spec.layer_norm, weights, "encoder_final_norm")
@@ -148,12 +145,8 @@ def _set_decoder(spec, weights: dict, positions: np.ndarray, model: Seq2SeqTrans
     spec.position_encodings.encodings = positions
     for i, layer in enumerate(spec.layer):
         scope = f"decoder_layer_{i}"
-        _set_attention(layer.self_attention, weights, f"{scope}/self_attention")
-        _set_layer_norm(
-            layer.self_attention.layer_norm, weights, f"{scope}/self_attention_layer_norm"
-        )
-        _set_attention(layer.attention, weights, f"{scope}/cross_attention")
-        _set_layer_norm(layer.attention.layer_norm, weights, f"{scope}/cross_attention_layer_norm")
+        _set_attention_block(layer.self_attention, weights, scope, "self_attention")
+        _set_attention_block(layer.attention, weights, scope, "cross_attention")
         _set_feedforward(layer.ffn, weights, scope)
     if model.normalize_first:
         _set_layer_norm(spec.layer_norm, weights, "decoder_final_norm")
@@ -171,6 +164,22 @@ def position_table(model: Seq2SeqTransformer) -> np.ndarray:
     """
     shape = (1, model.max_sequence_length, model.hidden_dim)
     return np.asarray(model.position_encoding(np.zeros(shape, np.float32)))[0]
+
+
+def _set_attention_block(spec, weights: dict, layer_scope: str, attention: str) -> None:
+    """An attention sub-layer and its layer norm (keras-hub's `{kind}_layer_norm`) into `spec`.
+
+    Args:
+        spec: CTranslate2's attention spec of the layer.
+        weights: The model's weights by path.
+        layer_scope: The keras-hub layer's scope, e.g. `decoder_layer_0`.
+        attention: The attention's scope inside it: keras-hub names the encoder's
+            `self_attention_layer` and the decoder's `self_attention` and `cross_attention`;
+            each one's norm is `self_attention_layer_norm` or `cross_attention_layer_norm`.
+    """
+    _set_attention(spec, weights, f"{layer_scope}/{attention}")
+    norm = attention.removesuffix("_layer") + "_layer_norm"
+    _set_layer_norm(spec.layer_norm, weights, f"{layer_scope}/{norm}")
 
 
 def _set_attention(spec, weights: dict, scope: str) -> None:

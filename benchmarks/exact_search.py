@@ -10,6 +10,12 @@ per sentence, and the fraction of sentences that reached the budget without prov
 translation optimal. A state is one expanded prefix and costs one cached decoder step (one
 position, from its parent's keys and values), batched with the states of other prefixes and
 sentences into steps of up to 256 rows; it no longer runs its whole prefix through the decoder.
+
+The last column is the ceiling the CPU allows: a state's matrix products (`step_flops`: the
+decoder layers' projections and feed-forward at one position, and the output projection; the
+attention over the prefix and the source is left out, so the ceiling is generous) divided into
+the rate of this machine's best matrix product of the output projection's shape
+(`matmul_rate`, all threads, the benchmark's own measurement).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from tfscones.data import Tokenizer, read_sentence_pairs  # noqa: E402
 from tfscones.decoding import exact_translate  # noqa: E402
@@ -37,14 +44,41 @@ def parse_arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def step_flops(model) -> int:
+    """Floating-point operations of one decoder step's matrix products, for one row.
+
+    Per decoder layer: the self-attention's query, key, value and output projections, the
+    cross-attention's query and output projections (its keys and values are computed once per
+    sentence), and the two feed-forward layers; then the output projection. A multiply-add is
+    two operations.
+    """
+    hidden, inner = model.hidden_dim, model.intermediate_dim
+    per_layer = 6 * hidden * hidden + 2 * hidden * inner
+    return 2 * (model.num_decoder_layers * per_layer + hidden * model.vocabulary_size)
+
+
+def matmul_rate(model, rows: int = 256, repeats: int = 20) -> float:
+    """Operations per second of `[rows, hidden] x [hidden, vocabulary]`, best of `repeats`."""
+    inputs = tf.random.normal([rows, model.hidden_dim])
+    kernel = tf.random.normal([model.hidden_dim, model.vocabulary_size])
+    product = tf.function(tf.matmul)
+    product(inputs, kernel).numpy()
+    best = np.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        product(inputs, kernel).numpy()
+        best = min(best, time.perf_counter() - started)
+    return 2 * rows * model.hidden_dim * model.vocabulary_size / best
+
+
 def main() -> None:
     arguments = parse_arguments()
     sentences = read_sentence_pairs(arguments.sentences, arguments.sentences)[0]
     sentences = sentences[: arguments.count]
     print(f"exact search, {len(sentences)} sentences, budget {arguments.budget:,} states")
     print(
-        f"| {'run':<28} | states/s | median | p90 | p99 | max | budget hit | seconds |\n"
-        f"|{'-' * 30}|---|---|---|---|---|---|---|"
+        f"| {'run':<28} | states/s | median | p90 | p99 | max | budget hit | seconds "
+        f"| ceiling states/s |\n|{'-' * 30}|---|---|---|---|---|---|---|---|"
     )
     for run in arguments.runs:
         model = load_model(run / "model.keras")
@@ -60,10 +94,11 @@ def main() -> None:
         seconds = time.perf_counter() - started
         states = np.array([result.states for result in results])
         hit = np.mean([not result.complete for result in results])
+        ceiling = matmul_rate(model) / step_flops(model)
         print(
             f"| {run.name:<28} | {states.sum() / seconds:.0f} | {np.median(states):.0f} "
             f"| {np.percentile(states, 90):.0f} | {np.percentile(states, 99):.0f} "
-            f"| {states.max()} | {100 * hit:.0f}% | {seconds:.0f} |",
+            f"| {states.max()} | {100 * hit:.0f}% | {seconds:.0f} | {ceiling:.0f} |",
             flush=True,
         )
 

@@ -68,7 +68,7 @@ def _steps(model, cache, count, weights=None):
 
 
 @pytest.mark.parametrize("overrides", [{}, {"normalize_first": True, "tie_embeddings": True}])
-def test_step_weights_read_once_give_the_logits_of_weights_read_per_step(overrides):
+def test_step_weights_made_once_give_the_logits_of_weights_made_per_step(overrides):
     model = harness.small_model(VOCAB, **overrides)
     per_step, _ = _steps(model, model.growing_cache(3), 4)
     once, _ = _steps(model, model.growing_cache(3), 4, model.step_weights())
@@ -98,14 +98,15 @@ def _loop_body_ops(function, *args) -> list[tuple[str, str]]:
     return [(node.op, node.name) for node in body.node_def]
 
 
-def test_the_decoding_loop_reads_no_variable_and_copies_no_cache():
-    model = harness.small_model(VOCAB, normalize_first=True)
+def test_the_decoding_loop_copies_neither_the_cache_nor_the_output_projection():
+    model = harness.small_model(VOCAB, normalize_first=True, tie_embeddings=True)
     decode = tf.function(lambda source: greedy_decode(model, source, max_length=6))
     body = _loop_body_ops(decode, tf.TensorSpec([None, None], tf.int32))
     types = [op for op, _ in body]
-    # Weights are read and reshaped once, before the loop; the cache is appended to per
-    # layer (a concatenation per keys and values tensor), never sliced out and stacked back.
-    assert "ReadVariableOp" not in types and "Pow" not in types
+    # The tied output projection is transposed once, before the loop; the timescales are
+    # constants; the cache is appended to per layer (a concatenation per keys and values
+    # tensor), never sliced out and stacked back.
+    assert "Transpose" not in types and "Pow" not in types
     assert not [name for _, name in body if "cache_stack" in name or "cache_slices" in name]
     assert types.count("ConcatV2") == 2 * model.num_decoder_layers
     # The same search still decodes what a step-by-step loop without prepared weights does.

@@ -132,10 +132,10 @@ def encode_source(
 def step_weights(model: StepModel) -> Any:
     """`model.step_weights()`, for a model that has it, else None: call once, before a loop.
 
-    A model may prepare the weights its `decode_step` uses (read the variables, reshape the
-    kernels) once per search; `decode_step` below passes them to every step, so that a decoding
-    loop's body does not redo that work at each step. They have no rows axis: beam search and
-    sampling neither tile nor reorder them.
+    A model may prepare what its `decode_step` would otherwise recompute at every step (the
+    transposed output projection of `Seq2SeqTransformer`) once per search; `decode_step` below
+    passes it to every step. It has no rows axis: beam search and sampling neither tile nor
+    reorder it.
     """
     prepare = getattr(model, "step_weights", None)
     return None if prepare is None else prepare()

@@ -171,11 +171,12 @@ def layer_norm(norm: NormWeights, x: tf.Tensor) -> tf.Tensor:
 
 
 class LayerWeights(NamedTuple):
-    """One decoder layer's weights as a step uses them, read (and reshaped) once per search.
+    """One decoder layer's weights as a step uses them: read, cast and reshaped to two axes.
 
-    A search computes them before its loop (`Seq2SeqTransformer.step_weights`), so that the
-    loop's steps neither read the variables nor reshape the kernels: the loop captures these
-    tensors once. A step given none computes them itself.
+    `Seq2SeqTransformer.decode_step` makes them inside the step: in a lowered `tf.while_loop`
+    a tensor captured from outside costs three ops per iteration (Merge, Switch,
+    NextIteration), more than a variable read and a reshape (a variable's handle enters the
+    loop as a constant).
 
     Attributes:
         query, key, value: Self-attention `Projection`s `[hidden, H * D]`.
@@ -351,8 +352,7 @@ def decoder_layer_step(
         cross_values: Values over the encoder outputs, like `cross_keys`.
         source_visible: bool `[rows, 1, 1, source_length]`, True at real source tokens.
         slots: None for a filled prefix, else where to write and which slots to read.
-        weights: `layer_weights(layer, x.dtype)`, computed once per search; computed here if
-            None.
+        weights: `layer_weights(layer, x.dtype)`; computed here if None.
 
     Returns:
         A `LayerStep`.

@@ -16,9 +16,6 @@ from tfscones import heads
 from tfscones.data.id_checks import checked_examples
 from tfscones.data.preprocessing import padding_mask
 from tfscones.models.decoder_step import (
-    LayerWeights,
-    NormWeights,
-    Projection,
     SelfAttentionSlots,
     cross_keys_and_values,
     decoder_layer_step,
@@ -48,25 +45,20 @@ class GrowingCache(NamedTuple):
 
 
 class StepWeights(NamedTuple):
-    """The decoder's weights as `decode_step` uses them, read once per search.
+    """What `decode_step` uses that is worth computing once per search, before the loop.
 
-    `Seq2SeqTransformer.step_weights()` makes them; a search computes them before its loop and
-    passes them to every `decode_step`, so that the loop reads no variable and reshapes no
-    kernel at each step (the loop captures these tensors once).
+    `Seq2SeqTransformer.step_weights()` makes it; a search passes it to every `decode_step`.
+    Only the output projection's kernel is here: for tied embeddings it is the transpose of the
+    table (a copy of the whole table, which a step would otherwise make every time). Every
+    other weight is read inside the step: in a lowered `tf.while_loop` a captured tensor costs
+    three ops per iteration (Merge, Switch, NextIteration), more than reading a variable, whose
+    handle enters the loop as a constant.
 
     Attributes:
-        layers: One `decoder_step.LayerWeights` per decoder layer.
-        final_norm: The final layer normalization's `NormWeights` (pre-norm), else None.
-        embeddings: The target embedding table, or None when the embedding layer is not a
-            plain `keras.layers.Embedding` (then the step calls it).
-        logits: The output projection, `[hidden, vocabulary]` in its compute dtype (for tied
-            embeddings, the table's transpose: one transpose per search, not per step).
+        output_kernel: `[hidden, vocabulary]` in the output projection's compute dtype.
     """
 
-    layers: tuple[LayerWeights, ...]
-    final_norm: NormWeights | None
-    embeddings: tf.Tensor | None
-    logits: Projection
+    output_kernel: tf.Tensor
 
 
 @functools.lru_cache(maxsize=16)
@@ -459,7 +451,7 @@ class Seq2SeqTransformer(keras.Model):
             cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`, to avoid
                 recomputing the encoder's keys and values at every step.
             step_weights: Optional `step_weights()`, computed once before a decoding loop, so
-                that its steps do not read and reshape every weight again.
+                that its steps do not transpose the output projection again.
 
         Returns:
             `(logits, cache)`: float32 logits `[batch, vocabulary_size]` and the cache, of the
@@ -478,8 +470,12 @@ class Seq2SeqTransformer(keras.Model):
         source_visible = tf.convert_to_tensor(source_padding_mask)[:, tf.newaxis, tf.newaxis, :]
         if step_weights is None:
             step_weights = self.step_weights()
+        dtype = self.compute_dtype
+        embedding = self._target_embedding
+        plain = type(embedding) is keras.layers.Embedding and embedding.quantization_mode is None
         with tf.name_scope("step_embedding"):
-            x = self._step_embedding(token_ids, index, step_weights.embeddings)
+            table = tf.convert_to_tensor(embedding.embeddings) if plain else None
+            x = self._step_embedding(token_ids, index, table)
         keys_and_values = []
         for i, layer in enumerate(self.decoder_layers):
             cross_keys, cross_values = cross_attention_cache[i]
@@ -498,50 +494,41 @@ class Seq2SeqTransformer(keras.Model):
                     cross_values,
                     source_visible,
                     slots,
-                    step_weights.layers[i],
+                    layer_weights(layer, dtype),
                 )
             x = step.outputs
             keys_and_values.append((step.keys, step.values))
         if self.normalize_first:
-            x = layer_norm(step_weights.final_norm, x)
+            x = layer_norm(norm_weights(self.decoder_final_norm, dtype), x)
+        logits = self._step_logits(x, step_weights)
         if growing:
-            return self._step_logits(x, step_weights.logits), GrowingCache(tuple(keys_and_values))
+            return logits, GrowingCache(tuple(keys_and_values))
         with tf.name_scope("cache_stack"):
             entries = tf.stack([tf.stack(pair, axis=1) for pair in keys_and_values], axis=1)
-        return self._step_logits(x, step_weights.logits), entries
+        return logits, entries
 
-    def _step_logits(self, x, projection: Projection) -> tf.Tensor:
-        """`_logits` of `[rows, hidden]` with `step_weights().logits` (the same arithmetic)."""
-        return projection(tf.cast(x, self.output_projection.compute_dtype))
+    def _step_logits(self, x, step_weights: StepWeights) -> tf.Tensor:
+        """`_logits` of `[rows, hidden]` with the prepared kernel (the same arithmetic)."""
+        projection = self.output_projection
+        dtype = projection.compute_dtype
+        with tf.name_scope("output_projection"):
+            return tf.matmul(tf.cast(x, dtype), step_weights.output_kernel) + tf.cast(
+                projection.bias, dtype
+            )
 
     def step_weights(self) -> StepWeights:
-        """The decoder's weights as `decode_step` uses them: call once, before a decoding loop.
+        """What `decode_step` should not recompute at every step: call once, before a loop.
 
         Returns:
-            A `StepWeights` of tensors read from the variables (no rows axis: a search passes
-            the same one to every step, whatever its rows).
+            A `StepWeights` (no rows axis: a search passes the same one to every step).
         """
-        dtype = self.compute_dtype
-        embedding = self._target_embedding
-        plain = type(embedding) is keras.layers.Embedding and embedding.quantization_mode is None
-        return StepWeights(
-            layers=tuple(layer_weights(layer, dtype) for layer in self.decoder_layers),
-            final_norm=(
-                norm_weights(self.decoder_final_norm, dtype) if self.normalize_first else None
-            ),
-            embeddings=tf.convert_to_tensor(embedding.embeddings) if plain else None,
-            logits=self._output_projection_weights(),
-        )
-
-    def _output_projection_weights(self) -> Projection:
-        """The output projection's kernel `[hidden, vocabulary]` and bias, as `_logits` uses."""
         projection = self.output_projection
         dtype = projection.compute_dtype
         if projection.tied:
             kernel = tf.transpose(tf.cast(self.token_embedding.embeddings, dtype))
         else:
             kernel = tf.cast(projection.kernel, dtype)
-        return Projection(kernel=kernel, bias=tf.cast(projection.bias, dtype))
+        return StepWeights(output_kernel=kernel)
 
     def _step_embedding(self, token_ids, index, table=None):
         """`_embed` of one token per row, `[rows, hidden_dim]`, at `index` (scalar or `[rows]`).
@@ -553,8 +540,7 @@ class Seq2SeqTransformer(keras.Model):
         embedding = self._target_embedding
         scale = ops.cast(math.sqrt(self.hidden_dim), embedding.compute_dtype)
         if table is not None:
-            # The layer's lookup (`step_weights().embeddings`), without its handling of negative
-            # ids (a decoder feeds none).
+            # The layer's lookup, without its handling of negative ids (a decoder feeds none).
             tokens = tf.cast(tf.gather(table, token_ids), embedding.compute_dtype) * scale
         else:
             tokens = embedding(token_ids) * scale

@@ -347,17 +347,23 @@ def _extend(step, alive, log_scores, finished, max_lengths, settings: _SearchSet
     token_counts = tf.zeros_like(log_scores[:, 0, 0])
     last_step = step + 1 >= max_lengths
     new_alive, origins, new_finished = [], [], []
+    # The first group, and every group without diversity, has no penalty: skipping its
+    # full-vocabulary terms (zeros) changes no value. Counts are only needed by later groups.
+    diverse = settings.diversity_strength > 0
     for group in range(settings.num_groups):
         group_alive = tf.nest.map_structure(lambda t, g=group: t[:, g], alive)
         group_finished = tf.nest.map_structure(lambda t, g=group: t[:, g], finished)
-        penalty = settings.diversity_strength * token_counts[:, tf.newaxis, :]
+        penalty = None
+        if diverse and group > 0:
+            penalty = settings.diversity_strength * token_counts[:, tf.newaxis, :]
         candidates = _top_candidates(step, group_alive, log_scores[:, group], penalty, settings)
         ending = tf.logical_or(tf.equal(candidates.tokens, EOS_ID), last_step)
         group_alive, group_origins = _next_alive(candidates, ending, settings.group_size)
         new_alive.append(group_alive)
         origins.append(group_origins + group * settings.group_size)
         new_finished.append(_next_finished(step, candidates, ending, group_finished, settings))
-        token_counts += _chosen_token_counts(candidates, settings.group_size, token_counts)
+        if diverse and group + 1 < settings.num_groups:
+            token_counts += _chosen_token_counts(candidates, settings.group_size, token_counts)
     stack = lambda *groups: tf.stack(groups, axis=1)  # noqa: E731
     return (
         tf.nest.map_structure(stack, *new_alive),
@@ -389,15 +395,27 @@ class _Candidates(NamedTuple):
 
 
 def _top_candidates(step, alive, log_scores, penalty, settings: _SearchSettings) -> _Candidates:
-    """Ranks every (beam, token) extension by objective; keeps the `2 * group_size` best."""
+    """Ranks every (beam, token) extension by objective; keeps the `2 * group_size` best.
+
+    `penalty` is None for no diversity penalty. Without diversity (`diversity_strength` 0) a
+    beam's objective is its log-score, so the candidates' log-scores are their objectives.
+    """
     vocabulary_size = tf.shape(log_scores)[-1]
-    candidate_log_scores = alive.log_scores[..., tf.newaxis] + log_scores
-    objectives = alive.scores[..., tf.newaxis] + log_scores - penalty
+    objectives = alive.scores[..., tf.newaxis] + log_scores
+    if penalty is not None:
+        objectives = objectives - penalty
     batch_size = tf.shape(log_scores)[0]
     static_size = log_scores.shape[-1]
     row_length = -1 if static_size is None else settings.group_size * static_size
     objectives = tf.reshape(objectives, [batch_size, row_length])
     objectives, flat_indices = common.top_k(objectives, k=2 * settings.group_size)
+    if settings.diversity_strength > 0:
+        candidate_log_scores = alive.log_scores[..., tf.newaxis] + log_scores
+        candidate_log_scores = tf.gather(
+            tf.reshape(candidate_log_scores, [batch_size, -1]), flat_indices, batch_dims=1
+        )
+    else:
+        candidate_log_scores = objectives
     origins = flat_indices // vocabulary_size
     tokens = flat_indices % vocabulary_size
     ids = tf.gather(alive.ids, origins, batch_dims=1)
@@ -406,9 +424,7 @@ def _top_candidates(step, alive, log_scores, penalty, settings: _SearchSettings)
         ids=ids,
         tokens=tokens,
         origins=origins,
-        log_scores=tf.gather(
-            tf.reshape(candidate_log_scores, [batch_size, -1]), flat_indices, batch_dims=1
-        ),
+        log_scores=candidate_log_scores,
         objectives=objectives,
     )
 

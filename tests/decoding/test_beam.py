@@ -234,11 +234,19 @@ def tiny_model():
 
 
 def test_xla_function_and_eager_agree(tiny_model):
-    def search(source):
-        return beam_search(tiny_model, source, beam_size=3, num_hypotheses=2, length_penalty=0.6)
+    def search(source, jit_compile=False):
+        return beam_search(
+            tiny_model,
+            source,
+            beam_size=3,
+            num_hypotheses=2,
+            length_penalty=0.6,
+            jit_compile=jit_compile,
+        )
 
     eager = search(REAL_SOURCE)
-    for compiled in (tf.function(search), tf.function(search, jit_compile=True)):
+    xla = tf.function(lambda source: search(source, jit_compile=True), jit_compile=True)
+    for compiled in (tf.function(search), xla):
         output = compiled(REAL_SOURCE)
         np.testing.assert_array_equal(output.ids.numpy(), eager.ids.numpy())
         np.testing.assert_array_equal(output.lengths.numpy(), eager.lengths.numpy())

@@ -25,12 +25,16 @@ def test_top_k_equals_tf_top_k_ties_and_infinities_included(length, k):
 def test_search_cache_grows_outside_xla_and_is_fixed_under_it():
     model = harness.small_model(11)
     eager = common.search_cache(model, 3, 8)
-    assert eager.cache.entries.shape[4] == 0
-    assert eager.shape_invariant.entries.as_list() == [None] * 6
+    # One (keys, values) pair per decoder layer, each `[rows, heads, 0, head_dim]`.
+    assert len(eager.cache.layers) == 2
+    for keys, values in eager.cache.layers:
+        assert keys.shape == values.shape == (3, 2, 0, 8)
+    invariants = tf.nest.flatten(eager.shape_invariant)
+    assert len(invariants) == 4 and all(s.as_list() == [None] * 4 for s in invariants)
 
     @tf.function(jit_compile=True)
     def compiled():
-        cache = common.search_cache(model, 3, 8)
+        cache = common.search_cache(model, 3, 8, jit_compile=True)
         assert cache.shape_invariant == cache.cache.shape
         return cache.cache
 

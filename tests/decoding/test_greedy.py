@@ -146,7 +146,9 @@ def test_table_model_decodes_inside_tf_function(jit_compile):
 
     @tf.function(jit_compile=jit_compile)
     def decode(source):
-        return greedy_decode(model, source, max_length_a=1.0, max_length_b=1.0)
+        return greedy_decode(
+            model, source, max_length_a=1.0, max_length_b=1.0, jit_compile=jit_compile
+        )
 
     output = decode(SOURCE)
     eager = greedy_decode(model, SOURCE, max_length_a=1.0, max_length_b=1.0)
@@ -211,7 +213,7 @@ def test_xla_and_graph_decoding_agree():
     results = []
     for jit_compile in (False, True):
         decode = tf.function(
-            lambda source: greedy_decode(model, source),
+            lambda source, xla=jit_compile: greedy_decode(model, source, jit_compile=xla),
             input_signature=signature,
             jit_compile=jit_compile,
         )

@@ -282,7 +282,7 @@ def test_xla_samples_what_eager_samples_on_a_real_model():
     source = tf.constant([[5, 6, 7, 8, 9, 1, 0], [10, 1, 0, 0, 0, 0, 0]], tf.int32)
     arguments = {"num_samples": 3, "temperature": 1.5, "top_k": 6, "top_p": 0.9, "seed": (3, 4)}
     xla = tf.function(
-        lambda source: sample_decode(model, source, **arguments),
+        lambda source: sample_decode(model, source, **arguments, jit_compile=True),
         input_signature=[tf.TensorSpec([None, None], tf.int32)],
         jit_compile=True,
     )(source)

@@ -195,7 +195,9 @@ def test_parallel_greedy_decoding_of_all_experts():
     # compiled with XLA.
     experts = model.all_experts()
     decode = tf.function(
-        lambda source: greedy_decode(experts, source, max_length=5, max_length_b=5),
+        lambda source: greedy_decode(
+            experts, source, max_length=5, max_length_b=5, jit_compile=True
+        ),
         jit_compile=True,
     )
     compiled = decode(experts.tile_sources(SOURCE))

@@ -109,6 +109,7 @@ def beam_search(
     max_length_a: float = common.DEFAULT_MAX_LENGTH_A,
     max_length_b: float = common.DEFAULT_MAX_LENGTH_B,
     padded: bool = False,
+    jit_compile: bool = False,
 ) -> BeamOutput:
     """Translates a batch with beam search; returns the `num_hypotheses` best, best first.
 
@@ -119,8 +120,8 @@ def beam_search(
     Example:
     ```python
     model = Seq2SeqTransformer.from_preset("tiny", vocabulary_size=100, head="sigmoid")
-    search = tf.function(lambda source: beam_search(model, source, beam_size=4,
-                                                    num_hypotheses=2), jit_compile=True)
+    search = tf.function(lambda source: beam_search(model, source, beam_size=4, num_hypotheses=2,
+                                                    jit_compile=True), jit_compile=True)
     output = search(tf.constant([[5, 6, 1, 0], [7, 1, 0, 0]]))
     output.ids  # [2, 2, 256] int32; output.scores: [2, 2], the best of each sentence first
     ```
@@ -137,6 +138,9 @@ def beam_search(
         max_length_b: Output tokens allowed in addition (default 10).
         padded: Run exactly `max_length` steps (a fixed trip count) instead of stopping early;
             the output is the same.
+        jit_compile: True when the caller compiles this with XLA (`tf.function(...,
+            jit_compile=True)`): the search then uses a cache of fixed shape
+            (`common.search_cache`).
 
     Returns:
         A `BeamOutput`.
@@ -158,6 +162,7 @@ def beam_search(
         max_length_a=max_length_a,
         max_length_b=max_length_b,
         padded=padded,
+        jit_compile=jit_compile,
     )
 
 
@@ -173,6 +178,7 @@ def diverse_beam_search(
     max_length_a: float = common.DEFAULT_MAX_LENGTH_A,
     max_length_b: float = common.DEFAULT_MAX_LENGTH_B,
     padded: bool = False,
+    jit_compile: bool = False,
 ) -> BeamOutput:
     """Diverse beam search (Vijayakumar et al. 2018) with Hamming diversity; n-best across groups.
 
@@ -197,6 +203,7 @@ def diverse_beam_search(
         max_length_a: As in `beam_search`.
         max_length_b: As in `beam_search`.
         padded: As in `beam_search`.
+        jit_compile: As in `beam_search`.
 
     Returns:
         A `BeamOutput` with `num_groups * hypotheses_per_group` hypotheses per sentence.
@@ -226,7 +233,7 @@ def diverse_beam_search(
         width=common.max_output_length(model, max_length),
         padded=bool(padded),
     )
-    return _search(model, source_ids, settings, max_length_a, max_length_b)
+    return _search(model, source_ids, settings, max_length_a, max_length_b, jit_compile)
 
 
 def _check_positive(name: str, value: int) -> None:
@@ -245,7 +252,9 @@ def _checked_length_penalty(length_penalty: float) -> float:
     return float(length_penalty)
 
 
-def _search(model, source_ids, settings: _SearchSettings, max_length_a, max_length_b):
+def _search(
+    model, source_ids, settings: _SearchSettings, max_length_a, max_length_b, jit_compile: bool
+):
     """The search loop shared by `beam_search` and `diverse_beam_search`."""
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     source = common.encode_source(model, source_ids, settings.width, max_length_a, max_length_b)
@@ -254,6 +263,7 @@ def _search(model, source_ids, settings: _SearchSettings, max_length_a, max_leng
     tiled_source = tf.nest.map_structure(lambda t: tf.repeat(t, beams, axis=0), source)
     max_lengths = source.max_lengths[:, tf.newaxis]
     score_bound_divisor = length_penalty_factor(max_lengths, settings.length_penalty)
+    weights = common.step_weights(model)
 
     def keep_going(step, alive, alive_tokens, finished, cache):
         del alive_tokens, cache
@@ -264,7 +274,7 @@ def _search(model, source_ids, settings: _SearchSettings, max_length_a, max_leng
 
     def body(step, alive, alive_tokens, finished, cache):
         logits, cache = common.decode_step(
-            model, tiled_source, tf.reshape(alive_tokens, [-1]), cache, step
+            model, tiled_source, tf.reshape(alive_tokens, [-1]), cache, step, weights
         )
         log_scores = model.head.log_scores(logits)
         log_scores = tf.reshape(
@@ -279,7 +289,7 @@ def _search(model, source_ids, settings: _SearchSettings, max_length_a, max_leng
         alive_tokens = tf.gather(alive.ids, step, axis=3)
         return step + 1, alive, alive_tokens, finished, cache
 
-    cache = common.search_cache(model, batch_size * beams, settings.width)
+    cache = common.search_cache(model, batch_size * beams, settings.width, jit_compile)
     loop_variables = (
         tf.constant(0),
         _initial_alive(batch_size, settings),
@@ -337,17 +347,23 @@ def _extend(step, alive, log_scores, finished, max_lengths, settings: _SearchSet
     token_counts = tf.zeros_like(log_scores[:, 0, 0])
     last_step = step + 1 >= max_lengths
     new_alive, origins, new_finished = [], [], []
+    # The first group, and every group without diversity, has no penalty: skipping its
+    # full-vocabulary terms (zeros) changes no value. Counts are only needed by later groups.
+    diverse = settings.diversity_strength > 0
     for group in range(settings.num_groups):
         group_alive = tf.nest.map_structure(lambda t, g=group: t[:, g], alive)
         group_finished = tf.nest.map_structure(lambda t, g=group: t[:, g], finished)
-        penalty = settings.diversity_strength * token_counts[:, tf.newaxis, :]
+        penalty = None
+        if diverse and group > 0:
+            penalty = settings.diversity_strength * token_counts[:, tf.newaxis, :]
         candidates = _top_candidates(step, group_alive, log_scores[:, group], penalty, settings)
         ending = tf.logical_or(tf.equal(candidates.tokens, EOS_ID), last_step)
         group_alive, group_origins = _next_alive(candidates, ending, settings.group_size)
         new_alive.append(group_alive)
         origins.append(group_origins + group * settings.group_size)
         new_finished.append(_next_finished(step, candidates, ending, group_finished, settings))
-        token_counts += _chosen_token_counts(candidates, settings.group_size, token_counts)
+        if diverse and group + 1 < settings.num_groups:
+            token_counts += _chosen_token_counts(candidates, settings.group_size, token_counts)
     stack = lambda *groups: tf.stack(groups, axis=1)  # noqa: E731
     return (
         tf.nest.map_structure(stack, *new_alive),
@@ -379,15 +395,27 @@ class _Candidates(NamedTuple):
 
 
 def _top_candidates(step, alive, log_scores, penalty, settings: _SearchSettings) -> _Candidates:
-    """Ranks every (beam, token) extension by objective; keeps the `2 * group_size` best."""
+    """Ranks every (beam, token) extension by objective; keeps the `2 * group_size` best.
+
+    `penalty` is None for no diversity penalty. Without diversity (`diversity_strength` 0) a
+    beam's objective is its log-score, so the candidates' log-scores are their objectives.
+    """
     vocabulary_size = tf.shape(log_scores)[-1]
-    candidate_log_scores = alive.log_scores[..., tf.newaxis] + log_scores
-    objectives = alive.scores[..., tf.newaxis] + log_scores - penalty
+    objectives = alive.scores[..., tf.newaxis] + log_scores
+    if penalty is not None:
+        objectives = objectives - penalty
     batch_size = tf.shape(log_scores)[0]
     static_size = log_scores.shape[-1]
     row_length = -1 if static_size is None else settings.group_size * static_size
     objectives = tf.reshape(objectives, [batch_size, row_length])
     objectives, flat_indices = common.top_k(objectives, k=2 * settings.group_size)
+    if settings.diversity_strength > 0:
+        candidate_log_scores = alive.log_scores[..., tf.newaxis] + log_scores
+        candidate_log_scores = tf.gather(
+            tf.reshape(candidate_log_scores, [batch_size, -1]), flat_indices, batch_dims=1
+        )
+    else:
+        candidate_log_scores = objectives
     origins = flat_indices // vocabulary_size
     tokens = flat_indices % vocabulary_size
     ids = tf.gather(alive.ids, origins, batch_dims=1)
@@ -396,9 +424,7 @@ def _top_candidates(step, alive, log_scores, penalty, settings: _SearchSettings)
         ids=ids,
         tokens=tokens,
         origins=origins,
-        log_scores=tf.gather(
-            tf.reshape(candidate_log_scores, [batch_size, -1]), flat_indices, batch_dims=1
-        ),
+        log_scores=candidate_log_scores,
         objectives=objectives,
     )
 

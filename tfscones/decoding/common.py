@@ -25,7 +25,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import tensorflow as tf
-from tensorflow.python.ops import control_flow_util
 
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
@@ -130,12 +129,25 @@ def encode_source(
     )
 
 
+def step_weights(model: StepModel) -> Any:
+    """`model.step_weights()`, for a model that has it, else None: call once, before a loop.
+
+    A model may prepare what its `decode_step` would otherwise recompute at every step (the
+    transposed output projection of `Seq2SeqTransformer`) once per search; `decode_step` below
+    passes it to every step. It has no rows axis: beam search and sampling neither tile nor
+    reorder it.
+    """
+    prepare = getattr(model, "step_weights", None)
+    return None if prepare is None else prepare()
+
+
 def decode_step(
     model: StepModel,
     source: EncodedSource,
     token_ids: tf.Tensor,
     cache: tf.Tensor,
     index: tf.Tensor | int,
+    weights: Any = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """One step of `model.decode_step` with the encoder's tensors of `source`.
 
@@ -145,11 +157,13 @@ def decode_step(
         token_ids: int32 `[batch]`, the target tokens at position `index` (BOS at 0).
         cache: The self-attention cache holding positions `0..index-1`.
         index: The position of `token_ids`.
+        weights: `step_weights(model)`, made before the loop; None for none.
 
     Returns:
         `(logits, cache)`: float32 logits `[batch, vocabulary_size]` of the token at position
         `index + 1` and the updated cache.
     """
+    extra = {} if weights is None else {"step_weights": weights}
     return model.decode_step(
         token_ids,
         source.encoder_outputs,
@@ -157,6 +171,7 @@ def decode_step(
         cache,
         index,
         cross_attention_cache=source.cross_attention_cache,
+        **extra,
     )
 
 
@@ -212,24 +227,28 @@ class SearchCache(NamedTuple):
     shape_invariant: Any
 
 
-def search_cache(model: StepModel, rows: tf.Tensor | int, width: int) -> SearchCache:
+def search_cache(
+    model: StepModel, rows: tf.Tensor | int, width: int, jit_compile: bool = False
+) -> SearchCache:
     """The cache of a search over `rows` sequences of at most `width` positions.
 
-    A model with `growing_cache` (`Seq2SeqTransformer`) gets one outside XLA: a step then
-    attends to, and beam search reorders, only the positions decoded so far, not all `width`
-    of them. Under XLA (`jit_compile=True`), where shapes must not change, and for a model
-    without it, the cache is `model.initial_cache(rows, width)`.
+    A model with `growing_cache` (`Seq2SeqTransformer`) gets one unless the search is compiled
+    with XLA: a step then attends to, and beam search reorders, only the positions decoded so
+    far, not all `width` of them. Under XLA, where shapes must not change, and for a model
+    without it, the cache is `model.initial_cache(rows, width)`. Nothing here can tell whether
+    the caller compiles with XLA, so the caller says so: every decoder takes `jit_compile` and
+    passes it down (`compiled_search` passes its own).
 
     Args:
         model: The model.
         rows: Number of sequences decoded together.
         width: The most positions a sequence may have.
+        jit_compile: Whether the search is traced for XLA (`tf.function(jit_compile=True)`).
 
     Returns:
         A `SearchCache`.
     """
-    graph = tf.compat.v1.get_default_graph()
-    if hasattr(model, "growing_cache") and not control_flow_util.GraphOrParentsInXlaContext(graph):
+    if hasattr(model, "growing_cache") and not jit_compile:
         cache = model.growing_cache(rows)
         return SearchCache(
             cache, tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), cache)
@@ -276,6 +295,7 @@ def decode_token_by_token(
     source: EncodedSource,
     width: int,
     choose: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],
+    jit_compile: bool = False,
 ) -> TokenByTokenOutput:
     """Extends every row by one chosen token per step, from BOS, until EOS or its length limit.
 
@@ -289,18 +309,20 @@ def decode_token_by_token(
         width: The static number of positions (`max_output_length`).
         choose: `choose(step, logits, log_scores) -> int32 [rows]`, the next token of every
             row from the step's float32 logits and `model.head.log_scores` of them.
+        jit_compile: Whether the caller compiles this with XLA (see `search_cache`).
 
     Returns:
         A `TokenByTokenOutput`.
     """
     rows = tf.shape(source.max_lengths)[0]
+    weights = step_weights(model)
 
     def keep_going(step, tokens, finished, *_):
         del tokens
         return tf.logical_and(step < width, tf.logical_not(tf.reduce_all(finished)))
 
     def body(step, tokens, finished, cache, ids, lengths, scores):
-        logits, cache = decode_step(model, source, tokens, cache, step)
+        logits, cache = decode_step(model, source, tokens, cache, step, weights)
         log_scores = model.head.log_scores(logits)
         chosen = choose(step, logits, log_scores)
         chosen_scores = tf.gather(log_scores, chosen, batch_dims=1)
@@ -312,7 +334,7 @@ def decode_token_by_token(
         finished = finished | tf.equal(chosen, EOS_ID) | (step + 1 >= source.max_lengths)
         return step + 1, chosen, finished, cache, ids, lengths, scores
 
-    cache = search_cache(model, rows, width)
+    cache = search_cache(model, rows, width, jit_compile)
     loop_variables = (
         tf.constant(0),
         tf.fill([rows], tf.constant(BOS_ID, tf.int32)),

@@ -115,6 +115,10 @@ class ParallelExperts:
         """The model's `growing_cache`."""
         return self.model.growing_cache(batch_size)
 
+    def step_weights(self):
+        """The model's `step_weights`."""
+        return self.model.step_weights()
+
     def decode_step(
         self,
         token_ids,
@@ -123,6 +127,7 @@ class ParallelExperts:
         cache,
         index,
         cross_attention_cache=None,
+        step_weights=None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """The model's `decode_step`, with each row's expert in place of the token at index 0.
 
@@ -133,6 +138,7 @@ class ParallelExperts:
             cache: The self-attention cache.
             index: int scalar, the position of `token_ids`, or int32 `[rows]`, one per row.
             cross_attention_cache: Optional, from `cross_attention_cache`.
+            step_weights: Optional, from `step_weights`.
 
         Returns:
             `(logits, cache)`, as `Seq2SeqTransformer.decode_step`.
@@ -147,6 +153,7 @@ class ParallelExperts:
             cache,
             index,
             cross_attention_cache=cross_attention_cache,
+            step_weights=step_weights,
         )
 
 
@@ -154,6 +161,7 @@ def decode_experts(
     model: LatentExpertTransformer,
     source_ids,
     search: Search | None = None,
+    jit_compile: bool = False,
     **search_settings,
 ) -> NBest:
     """Decodes every sentence with each of the K experts in one batched search (Shen et al., §3.2).
@@ -174,6 +182,7 @@ def decode_experts(
         model: The `LatentExpertTransformer`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         search: The strategy; greedy search by default.
+        jit_compile: True when the caller compiles this with XLA (see `greedy_decode`).
         **search_settings: Fields of a new `Search` (`method`, `max_length`, ...), when `search`
             is not given.
 
@@ -189,7 +198,7 @@ def decode_experts(
         raise ValueError("give either a Search or its settings, not both.")
     experts = ParallelExperts(model)
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-    output = search.decode(experts, experts.tile_sources(source_ids))
+    output = search.decode(experts, experts.tile_sources(source_ids), jit_compile=jit_compile)
     count = model.num_experts * search.output_count
     batch_size = tf.shape(source_ids)[0]
     return NBest(

@@ -32,6 +32,7 @@ def greedy_decode(
     max_length: int | None = None,
     max_length_a: float = common.DEFAULT_MAX_LENGTH_A,
     max_length_b: float = common.DEFAULT_MAX_LENGTH_B,
+    jit_compile: bool = False,
 ) -> GreedyOutput:
     """Translates a batch by taking the highest logit at each step, starting from BOS.
 
@@ -45,12 +46,15 @@ def greedy_decode(
     after its EOS or at its length limit, `min(floor(max_length_a * source_length + max_length_b),
     max_length)` tokens, where `source_length` counts its non-pad source tokens; a sentence cut
     at its limit ends without EOS. The loop stops as soon as every sentence has stopped. All
-    shapes are fixed, so the function runs eagerly, in `tf.function` and with `jit_compile=True`.
+    shapes are fixed, so the function runs eagerly, in `tf.function` and under XLA (pass
+    `jit_compile=True` then).
 
     Example:
     ```python
     model = Seq2SeqTransformer.from_preset("tiny", vocabulary_size=100, head="sigmoid")
-    decode = tf.function(lambda source: greedy_decode(model, source), jit_compile=True)
+    decode = tf.function(
+        lambda source: greedy_decode(model, source, jit_compile=True), jit_compile=True
+    )
     output = decode(tf.constant([[5, 6, 1, 0], [7, 1, 0, 0]]))
     output.ids  # [2, 128] int32; output.lengths, output.scores: [2]
     ```
@@ -62,6 +66,10 @@ def greedy_decode(
             decoding cache and the width of `ids`. Defaults to `model.max_sequence_length`.
         max_length_a: Output tokens allowed per source token (default 1.5).
         max_length_b: Output tokens allowed in addition (default 10).
+        jit_compile: True when the caller compiles this with XLA (`tf.function(...,
+            jit_compile=True)`): the search then uses a cache of fixed shape
+            (`common.search_cache`). False (eagerly or in a plain `tf.function`) lets the
+            cache grow with the output, which is faster.
 
     Returns:
         A `GreedyOutput` `(ids, lengths, scores)`.
@@ -73,5 +81,5 @@ def greedy_decode(
         del step, log_scores
         return tf.argmax(logits, axis=-1, output_type=tf.int32)
 
-    output = common.decode_token_by_token(model, source, width, choose)
+    output = common.decode_token_by_token(model, source, width, choose, jit_compile)
     return GreedyOutput(ids=output.ids, lengths=output.lengths, scores=output.scores)

@@ -74,6 +74,7 @@ def sample_decode(
     max_length: int | None = None,
     max_length_a: float = common.DEFAULT_MAX_LENGTH_A,
     max_length_b: float = common.DEFAULT_MAX_LENGTH_B,
+    jit_compile: bool = False,
 ) -> SamplingOutput:
     """Draws `num_samples` translations of every source sentence, sampling each token from the head.
 
@@ -89,7 +90,9 @@ def sample_decode(
     ```python
     model = Seq2SeqTransformer.from_preset("tiny", vocabulary_size=100, head="sigmoid")
     decode = tf.function(
-        lambda source: sample_decode(model, source, num_samples=4, top_p=0.9, seed=(1, 2)),
+        lambda source: sample_decode(
+            model, source, num_samples=4, top_p=0.9, seed=(1, 2), jit_compile=True
+        ),
         jit_compile=True,
     )
     output = decode(tf.constant([[5, 6, 1, 0], [7, 1, 0, 0]]))
@@ -111,6 +114,7 @@ def sample_decode(
             decoding cache and the width of `ids`. Defaults to `model.max_sequence_length`.
         max_length_a: Output tokens allowed per source token (default 1.5).
         max_length_b: Output tokens allowed in addition (default 10).
+        jit_compile: True when the caller compiles this with XLA (see `greedy_decode`).
 
     Returns:
         A `SamplingOutput` `(ids, lengths, scores)`.
@@ -132,7 +136,7 @@ def sample_decode(
         step_seed = tf.random.experimental.stateless_fold_in(seed, step)
         return _sample_tokens(log_scores, step_seed, temperature, top_k, top_p)
 
-    ids, lengths, scores = common.decode_token_by_token(model, source, width, choose)
+    ids, lengths, scores = common.decode_token_by_token(model, source, width, choose, jit_compile)
     return SamplingOutput(
         ids=tf.reshape(ids, [-1, num_samples, width]),
         lengths=tf.reshape(lengths, [-1, num_samples]),

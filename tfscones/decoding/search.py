@@ -118,12 +118,13 @@ class Search:
         """Hypotheses per sentence that `decode` returns."""
         return 1 if self.method == "greedy" else self.num_hypotheses
 
-    def decode(self, model: StepModel, source_ids: tf.Tensor) -> NBest:
+    def decode(self, model: StepModel, source_ids: tf.Tensor, jit_compile: bool = False) -> NBest:
         """Runs the strategy on a batch of source ids.
 
         Args:
             model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
             source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
+            jit_compile: True when the caller compiles this with XLA (see `greedy_decode`).
 
         Returns:
             `NBest` with `output_count` hypotheses per sentence.
@@ -132,6 +133,7 @@ class Search:
             "max_length": self.max_length,
             "max_length_a": self.max_length_a,
             "max_length_b": self.max_length_b,
+            "jit_compile": jit_compile,
         }
         if self.method == "greedy":
             output = greedy_decode(model, source_ids, **lengths)

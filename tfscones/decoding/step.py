@@ -37,7 +37,13 @@ class StepModel(Protocol):
     Optionally, a model has `growing_cache(batch_size)`: an empty cache that each
     `decode_step` (scalar `index`) extends by one position. Outside XLA the decoders use it
     (`tfscones.decoding.common.search_cache`), so that a step's work and beam search's reorder
-    grow with the positions decoded so far, not with `max_length`.
+    grow with the positions decoded so far, not with `max_length`. Decoders ask for it unless
+    their caller says that it compiles them with XLA (their `jit_compile` argument).
+
+    Optionally, too, a model has `step_weights()`: what its `decode_step` would recompute at
+    every step (`Seq2SeqTransformer`: the transposed output projection), made once before a
+    decoding loop and passed to every step as `decode_step(..., step_weights=...)`
+    (`tfscones.decoding.common.step_weights`).
 
     Attributes:
         head: The `tfscones.heads.OutputHead` whose `log_scores` rank and score tokens.

@@ -19,12 +19,14 @@ SOURCE_LENGTH_MULTIPLE = 8
 GREEDY = Search()
 BEAM_4_BEST_4 = Search("beam", beam_size=4, num_hypotheses=4)
 
-Decoder = Callable[[StepModel, tf.Tensor, Search], NBest]
+Decoder = Callable[..., NBest]
 
 
-def run_search(model: StepModel, source_ids: tf.Tensor, search: Search) -> NBest:
-    """The default `Decoder`: `search.decode(model, source_ids)`."""
-    return search.decode(model, source_ids)
+def run_search(
+    model: StepModel, source_ids: tf.Tensor, search: Search, jit_compile: bool = False
+) -> NBest:
+    """The default `Decoder`: `search.decode(model, source_ids, jit_compile)`."""
+    return search.decode(model, source_ids, jit_compile=jit_compile)
 
 
 def compiled_search(
@@ -43,7 +45,8 @@ def compiled_search(
         model: The model.
         search: The decoding strategy.
         jit_compile: Whether to compile the function with XLA.
-        decoder: How the search runs, `decoder(model, source_ids, search) -> NBest`; for
+        decoder: How the search runs, `decoder(model, source_ids, search, jit_compile=...) ->
+            NBest` (told whether it is compiled with XLA, which picks the decoding cache); for
             example `tfscones.decoding.decode_experts`, every expert of a latent-expert model.
 
     Returns:
@@ -57,7 +60,7 @@ def compiled_search(
             jit_compile=jit_compile,
         )
         def decode(source_ids):
-            return decoder(model_ref(), source_ids, search)
+            return decoder(model_ref(), source_ids, search, jit_compile=bool(jit_compile))
 
         return decode
 

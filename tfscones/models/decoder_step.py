@@ -20,8 +20,9 @@ The self-attention keys and values of earlier positions come in two forms:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import keras
 import keras_hub
 import tensorflow as tf
 
@@ -49,6 +50,40 @@ class SelfAttentionSlots(NamedTuple):
         return cls(written=written, visible=visible)
 
 
+class Projection(NamedTuple):
+    """A dense projection's weights as a step multiplies by them: `inputs @ kernel + bias`.
+
+    Attributes:
+        kernel: `[inputs, outputs]` in the compute dtype (an attention layer's `EinsumDense`
+            kernel reshaped to two axes).
+        bias: `[outputs]`.
+    """
+
+    kernel: tf.Tensor
+    bias: tf.Tensor
+
+    def __call__(self, inputs: tf.Tensor) -> tf.Tensor:
+        return tf.matmul(inputs, self.kernel) + self.bias
+
+
+def _heads_projection(dense, dtype) -> Projection:
+    """A query, key or value `EinsumDense` (`[hidden, heads, head_dim]`) as `[hidden, H * D]`."""
+    hidden_dim, num_heads, head_dim = dense.kernel.shape
+    return Projection(
+        kernel=tf.reshape(tf.cast(dense.kernel, dtype), [hidden_dim, num_heads * head_dim]),
+        bias=tf.reshape(tf.cast(dense.bias, dtype), [num_heads * head_dim]),
+    )
+
+
+def _output_projection(dense, dtype) -> Projection:
+    """An attention output `EinsumDense` (`[heads, head_dim, hidden]`) as `[H * D, hidden]`."""
+    num_heads, head_dim, hidden_dim = dense.kernel.shape
+    return Projection(
+        kernel=tf.reshape(tf.cast(dense.kernel, dtype), [num_heads * head_dim, hidden_dim]),
+        bias=tf.cast(dense.bias, dtype),
+    )
+
+
 def heads_of(dense, inputs: tf.Tensor, num_heads: int, head_dim: int) -> tf.Tensor:
     """A multi-head projection (`EinsumDense` `[hidden, heads, head_dim]`) of `[rows, ..., hidden]`.
 
@@ -61,33 +96,144 @@ def heads_of(dense, inputs: tf.Tensor, num_heads: int, head_dim: int) -> tf.Tens
     Returns:
         Head-major `[rows, heads, 1, head_dim]` or `[rows, heads, length, head_dim]`.
     """
-    rows = tf.shape(inputs)[0]
-    hidden_dim = dense.kernel.shape[0]
-    flat = tf.reshape(inputs, [-1, hidden_dim])
-    kernel = tf.reshape(tf.cast(dense.kernel, inputs.dtype), [hidden_dim, num_heads * head_dim])
-    projected = tf.matmul(flat, kernel) + tf.reshape(tf.cast(dense.bias, inputs.dtype), [-1])
+    projection = _heads_projection(dense, inputs.dtype)
     if inputs.shape.rank == 2:
-        # One position: `[rows, 1, heads, head_dim]` and `[rows, heads, 1, head_dim]` are the
-        # same memory, so no transpose is needed.
-        return tf.reshape(projected, [rows, num_heads, 1, head_dim])
+        return _split_heads(projection(inputs), num_heads, head_dim)
+    rows = tf.shape(inputs)[0]
+    projected = projection(tf.reshape(inputs, [-1, dense.kernel.shape[0]]))
     projected = tf.reshape(projected, [rows, -1, num_heads, head_dim])
     return tf.transpose(projected, [0, 2, 1, 3])
 
 
-def _output_of(dense, heads: tf.Tensor) -> tf.Tensor:
-    """The attention output projection (`EinsumDense` `[heads, head_dim, hidden]`) of one position.
+def _split_heads(projected: tf.Tensor, num_heads: int, head_dim: int) -> tf.Tensor:
+    """`[rows, H * D]` of one position as head-major `[rows, heads, 1, head_dim]`.
+
+    `[rows, 1, heads, head_dim]` and `[rows, heads, 1, head_dim]` are the same memory, so no
+    transpose is needed; the shape is static, so no shape ops run per step.
+    """
+    return tf.reshape(projected, [-1, num_heads, 1, head_dim])
+
+
+def _merge_heads(heads: tf.Tensor) -> tf.Tensor:
+    """`[rows, heads, 1, head_dim]` as `[rows, H * D]` (the same memory)."""
+    return tf.reshape(heads, [-1, heads.shape[1] * heads.shape[3]])
+
+
+def _lean_norm(norm, dtype) -> bool:
+    """Whether `layer_norm` can compute `norm` itself (float32, centred and scaled, last axis)."""
+    axis = norm.axis if isinstance(norm.axis, (list, tuple)) else [norm.axis]
+    return (
+        tf.as_dtype(dtype) == tf.float32
+        and norm.compute_dtype == "float32"
+        and not norm.rms_scaling
+        and norm.center
+        and norm.scale
+        and list(axis) == [-1]
+    )
+
+
+class NormWeights(NamedTuple):
+    """A keras `LayerNormalization` that `layer_norm` computes itself, and its weights."""
+
+    layer: Any
+    gamma: tf.Tensor | None
+    beta: tf.Tensor | None
+
+
+def norm_weights(norm, dtype) -> NormWeights:
+    """`norm`'s weights read once, or None weights where the layer must compute itself."""
+    if not _lean_norm(norm, dtype):
+        return NormWeights(norm, None, None)
+    return NormWeights(norm, tf.convert_to_tensor(norm.gamma), tf.convert_to_tensor(norm.beta))
+
+
+def layer_norm(norm: NormWeights, x: tf.Tensor) -> tf.Tensor:
+    """`norm.layer(x)` of a keras `LayerNormalization` over the last axis, in fewer ops.
+
+    keras computes `inv = rsqrt(variance + epsilon) * gamma` and `x * inv + (-mean * inv + beta)`
+    from `moments` (with a `StopGradient` of the mean, and reshapes of gamma and beta); this is
+    the same arithmetic in the same order, so the same values, without them (negating a product
+    and swapping an addition are exact). Other configurations call the layer.
 
     Args:
-        dense: The attention layer's `_output_dense`.
-        heads: `[rows, heads, 1, head_dim]`.
+        norm: From `norm_weights`.
+        x: `[rows, hidden]`.
 
     Returns:
-        `[rows, hidden]`.
+        `[rows, hidden]`, as the layer computes it.
     """
-    num_heads, head_dim, hidden_dim = dense.kernel.shape
-    kernel = tf.reshape(tf.cast(dense.kernel, heads.dtype), [num_heads * head_dim, hidden_dim])
-    flat = tf.reshape(heads, [-1, num_heads * head_dim])
-    return tf.matmul(flat, kernel) + tf.cast(dense.bias, heads.dtype)
+    if norm.gamma is None:
+        return norm.layer(x)
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    variance = tf.reduce_mean(tf.math.squared_difference(x, mean), axis=-1, keepdims=True)
+    inv = tf.math.rsqrt(variance + norm.layer.epsilon) * norm.gamma
+    return x * inv + (norm.beta - mean * inv)
+
+
+class LayerWeights(NamedTuple):
+    """One decoder layer's weights as a step uses them: read, cast and reshaped to two axes.
+
+    `Seq2SeqTransformer.decode_step` makes them inside the step: in a lowered `tf.while_loop`
+    a tensor captured from outside costs three ops per iteration (Merge, Switch,
+    NextIteration), more than a variable read and a reshape (a variable's handle enters the
+    loop as a constant).
+
+    Attributes:
+        query, key, value: Self-attention `Projection`s `[hidden, H * D]`.
+        self_output: Self-attention output `Projection` `[H * D, hidden]`.
+        cross_query: Cross-attention query `Projection`.
+        cross_output: Cross-attention output `Projection`.
+        self_norm, cross_norm, feedforward_norm: `NormWeights` of the three blocks.
+        intermediate, output: Feed-forward `Projection`s, or None to call the `Dense` layers
+            (when they are not plain float `Dense` layers).
+    """
+
+    query: Projection
+    key: Projection
+    value: Projection
+    self_output: Projection
+    cross_query: Projection
+    cross_output: Projection
+    self_norm: NormWeights
+    cross_norm: NormWeights
+    feedforward_norm: NormWeights
+    intermediate: Projection | None
+    output: Projection | None
+
+
+def _plain_dense(dense) -> bool:
+    return (
+        type(dense) is keras.layers.Dense
+        and dense.quantization_mode is None
+        and not dense.lora_enabled
+        and dense.use_bias
+    )
+
+
+def layer_weights(layer, dtype) -> LayerWeights:
+    """The `LayerWeights` of a keras-hub `TransformerDecoder` with cross-attention."""
+    attention = layer._self_attention_layer
+    cross = layer._cross_attention_layer
+    plain = _plain_dense(layer._feedforward_intermediate_dense) and _plain_dense(
+        layer._feedforward_output_dense
+    )
+
+    def dense(d):
+        return Projection(tf.cast(d.kernel, dtype), tf.cast(d.bias, dtype)) if plain else None
+
+    return LayerWeights(
+        query=_heads_projection(attention._query_dense, dtype),
+        key=_heads_projection(attention._key_dense, dtype),
+        value=_heads_projection(attention._value_dense, dtype),
+        self_output=_output_projection(attention._output_dense, dtype),
+        cross_query=_heads_projection(cross._query_dense, dtype),
+        cross_output=_output_projection(cross._output_dense, dtype),
+        self_norm=norm_weights(layer._self_attention_layer_norm, dtype),
+        cross_norm=norm_weights(layer._cross_attention_layer_norm, dtype),
+        feedforward_norm=norm_weights(layer._feedforward_layer_norm, dtype),
+        intermediate=dense(layer._feedforward_intermediate_dense),
+        output=dense(layer._feedforward_output_dense),
+    )
 
 
 def _attend(query, keys, values, visible, scale: float) -> tf.Tensor:
@@ -117,12 +263,12 @@ def _attend(query, keys, values, visible, scale: float) -> tf.Tensor:
     return tf.matmul(probabilities, values)
 
 
-def _self_attention(attention, x, keys, values, slots: SelfAttentionSlots | None):
+def _self_attention(attention, weights: LayerWeights, x, keys, values, slots):
     """The self-attention block's attention output and the keys and values after this position."""
     num_heads, head_dim = attention._num_heads, attention._key_dim
-    query = heads_of(attention._query_dense, x, num_heads, head_dim)
-    new_keys = heads_of(attention._key_dense, x, num_heads, head_dim)
-    new_values = heads_of(attention._value_dense, x, num_heads, head_dim)
+    query = _split_heads(weights.query(x), num_heads, head_dim)
+    new_keys = _split_heads(weights.key(x), num_heads, head_dim)
+    new_values = _split_heads(weights.value(x), num_heads, head_dim)
     if slots is None:
         keys = tf.concat([keys, new_keys], axis=2)
         values = tf.concat([values, new_values], axis=2)
@@ -132,25 +278,39 @@ def _self_attention(attention, x, keys, values, slots: SelfAttentionSlots | None
         values = tf.where(slots.written, new_values, values)
         visible = slots.visible
     heads = _attend(query, keys, values, visible, head_dim**-0.5)
-    return _output_of(attention._output_dense, heads), keys, values
+    return weights.self_output(_merge_heads(heads)), keys, values
 
 
-def _cross_attention(attention, x, cross_keys, cross_values, source_visible):
+def _cross_attention(attention, weights: LayerWeights, x, cross_keys, cross_values, visible):
     num_heads, head_dim = attention._num_heads, attention._key_dim
-    query = heads_of(attention._query_dense, x, num_heads, head_dim)
-    heads = _attend(query, cross_keys, cross_values, source_visible, head_dim**-0.5)
-    return _output_of(attention._output_dense, heads)
+    query = _split_heads(weights.cross_query(x), num_heads, head_dim)
+    heads = _attend(query, cross_keys, cross_values, visible, head_dim**-0.5)
+    return weights.cross_output(_merge_heads(heads))
 
 
-def _block_input(layer_norm, normalize_first: bool, x: tf.Tensor) -> tf.Tensor:
+def _block_input(norm: NormWeights, normalize_first: bool, x: tf.Tensor) -> tf.Tensor:
     """A residual block's input: normalised first in a pre-norm layer."""
-    return layer_norm(x) if normalize_first else x
+    return layer_norm(norm, x) if normalize_first else x
 
 
-def _block_output(layer_norm, normalize_first: bool, residual, outputs) -> tf.Tensor:
+def _block_output(norm: NormWeights, normalize_first: bool, residual, outputs) -> tf.Tensor:
     """`residual + outputs`, normalised after in a post-norm layer."""
     x = residual + outputs
-    return x if normalize_first else layer_norm(x)
+    return x if normalize_first else layer_norm(norm, x)
+
+
+def _feedforward(layer, weights: LayerWeights, x: tf.Tensor) -> tf.Tensor:
+    """The feed-forward block's two `Dense` layers (as their `call`: matmul, bias, activation)."""
+    intermediate, output = layer._feedforward_intermediate_dense, layer._feedforward_output_dense
+    if weights.intermediate is None:
+        return output(intermediate(x))
+    hidden = weights.intermediate(x)
+    if intermediate.activation is not None:
+        hidden = intermediate.activation(hidden)
+    x = weights.output(hidden)
+    if output.activation is not None:
+        x = output.activation(x)
+    return x
 
 
 class LayerStep(NamedTuple):
@@ -176,6 +336,7 @@ def decoder_layer_step(
     cross_values: tf.Tensor,
     source_visible: tf.Tensor,
     slots: SelfAttentionSlots | None = None,
+    weights: LayerWeights | None = None,
 ) -> LayerStep:
     """`layer` at one new position of every row, from the keys and values of earlier ones.
 
@@ -191,31 +352,37 @@ def decoder_layer_step(
         cross_values: Values over the encoder outputs, like `cross_keys`.
         source_visible: bool `[rows, 1, 1, source_length]`, True at real source tokens.
         slots: None for a filled prefix, else where to write and which slots to read.
+        weights: `layer_weights(layer, x.dtype)`; computed here if None.
 
     Returns:
         A `LayerStep`.
     """
+    if weights is None:
+        weights = layer_weights(layer, x.dtype)
     pre_norm = layer.normalize_first
     with tf.name_scope("self_attention"):
-        norm = layer._self_attention_layer_norm
         attended, keys, values = _self_attention(
-            layer._self_attention_layer, _block_input(norm, pre_norm, x), keys, values, slots
+            layer._self_attention_layer,
+            weights,
+            _block_input(weights.self_norm, pre_norm, x),
+            keys,
+            values,
+            slots,
         )
-        x = _block_output(norm, pre_norm, x, attended)
+        x = _block_output(weights.self_norm, pre_norm, x, attended)
     with tf.name_scope("cross_attention"):
-        norm = layer._cross_attention_layer_norm
         attended = _cross_attention(
             layer._cross_attention_layer,
-            _block_input(norm, pre_norm, x),
+            weights,
+            _block_input(weights.cross_norm, pre_norm, x),
             cross_keys,
             cross_values,
             source_visible,
         )
-        x = _block_output(norm, pre_norm, x, attended)
+        x = _block_output(weights.cross_norm, pre_norm, x, attended)
     with tf.name_scope("feedforward"):
-        norm = layer._feedforward_layer_norm
-        hidden = layer._feedforward_intermediate_dense(_block_input(norm, pre_norm, x))
-        x = _block_output(norm, pre_norm, x, layer._feedforward_output_dense(hidden))
+        hidden = _feedforward(layer, weights, _block_input(weights.feedforward_norm, pre_norm, x))
+        x = _block_output(weights.feedforward_norm, pre_norm, x, hidden)
     return LayerStep(outputs=x, keys=keys, values=values)
 
 

@@ -255,6 +255,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         cache,
         index,
         cross_attention_cache=None,
+        step_weights=None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """`Seq2SeqTransformer.decode_step`, where the token at index 0 may be an expert.
 
@@ -270,6 +271,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
             index: int scalar (Python or tensor), the position of `token_ids`, or int32
                 `[batch]`, one per row.
             cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`.
+            step_weights: Optional `step_weights()`.
 
         Returns:
             `(logits, cache)`, as `Seq2SeqTransformer.decode_step`.
@@ -284,6 +286,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
             cache,
             index,
             cross_attention_cache=cross_attention_cache,
+            step_weights=step_weights,
         )
 
     def _expert_loss_object(self) -> keras.losses.Loss:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
 import keras
 import keras_hub
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -17,6 +19,9 @@ from tfscones.models.decoder_step import (
     SelfAttentionSlots,
     cross_keys_and_values,
     decoder_layer_step,
+    layer_norm,
+    layer_weights,
+    norm_weights,
 )
 from tfscones.models.output_projection import OutputProjection
 from tfscones.models.presets import PRESETS
@@ -26,14 +31,53 @@ class GrowingCache(NamedTuple):
     """A self-attention cache that holds exactly the positions decoded so far.
 
     `Seq2SeqTransformer.growing_cache` makes an empty one and each `decode_step` returns it
-    one position longer. Its rows come first, so beam search reorders it with `tf.gather`.
+    one position longer. Its tensors have the rows first, so beam search reorders it with
+    `tf.gather` (`tf.nest.map_structure`). Each layer's keys and values are separate tensors, so
+    a step only appends its position to each (one concatenation per tensor) instead of slicing
+    and re-stacking one tensor of every layer, which copied the whole cache at every step.
 
     Attributes:
-        entries: `[rows, num_decoder_layers, 2, num_heads, positions, head_dim]`, keys and
-            values (axis 2) of every decoder layer at every position decoded so far.
+        layers: One `(keys, values)` pair per decoder layer, each
+            `[rows, num_heads, positions, head_dim]`, at every position decoded so far.
     """
 
-    entries: tf.Tensor
+    layers: tuple[tuple[tf.Tensor, tf.Tensor], ...]
+
+
+class StepWeights(NamedTuple):
+    """What `decode_step` uses that is worth computing once per search, before the loop.
+
+    `Seq2SeqTransformer.step_weights()` makes it; a search passes it to every `decode_step`.
+    Only the output projection's kernel is here: for tied embeddings it is the transpose of the
+    table (a copy of the whole table, which a step would otherwise make every time). Every
+    other weight is read inside the step: in a lowered `tf.while_loop` a captured tensor costs
+    three ops per iteration (Merge, Switch, NextIteration), more than reading a variable, whose
+    handle enters the loop as a constant.
+
+    Attributes:
+        output_kernel: `[hidden, vocabulary]` in the output projection's compute dtype.
+    """
+
+    output_kernel: tf.Tensor
+
+
+@functools.lru_cache(maxsize=16)
+def _sinusoid_timescales(hidden_dim: int, max_wavelength: float, dtype: str):
+    """keras-hub `SinePositionEncoding`'s per-feature timescales and which features take a sine.
+
+    `min_frequency ** (2 * (feature // 2) / hidden_dim)` in `dtype`, computed by TensorFlow's
+    own `pow` kernel (eagerly, once per model shape: NumPy's power differs in the last bit), so
+    that a decoding step multiplies by the same constants it used to recompute at every step.
+
+    Returns:
+        `(timescales [hidden_dim], even [hidden_dim] bool)`, NumPy arrays.
+    """
+    with tf.init_scope():
+        features = tf.range(hidden_dim)
+        min_frequency = tf.cast(1 / max_wavelength, dtype)
+        exponents = tf.cast(2 * (features // 2), dtype) / tf.cast(hidden_dim, dtype)
+        timescales = tf.pow(min_frequency, exponents).numpy()
+    return timescales, np.arange(hidden_dim) % 2 == 0
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -349,7 +393,8 @@ class Seq2SeqTransformer(keras.Model):
         Returns:
             A `GrowingCache` holding no position.
         """
-        return GrowingCache(self.initial_cache(batch_size, 0))
+        empty = ops.zeros([batch_size, self.num_heads, 0, self.head_dim], self.compute_dtype)
+        return GrowingCache(tuple((empty, empty) for _ in range(self.num_decoder_layers)))
 
     def cross_attention_cache(self, encoder_outputs) -> tuple[tuple[tf.Tensor, tf.Tensor], ...]:
         """Keys and values of the decoder's attention over the encoder, computed once.
@@ -377,6 +422,7 @@ class Seq2SeqTransformer(keras.Model):
         cache,
         index,
         cross_attention_cache=None,
+        step_weights: StepWeights | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor | GrowingCache]:
         """Logits of the next token after the target token at position `index`, using the cache.
 
@@ -404,6 +450,8 @@ class Seq2SeqTransformer(keras.Model):
                 `initial_cache`, int32 `[batch]`, each row's own position.
             cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`, to avoid
                 recomputing the encoder's keys and values at every step.
+            step_weights: Optional `step_weights()`, computed once before a decoding loop, so
+                that its steps do not transpose the output projection again.
 
         Returns:
             `(logits, cache)`: float32 logits `[batch, vocabulary_size]` and the cache, of the
@@ -414,19 +462,28 @@ class Seq2SeqTransformer(keras.Model):
         if cross_attention_cache is None:
             cross_attention_cache = self.cross_attention_cache(encoder_outputs)
         growing = isinstance(cache, GrowingCache)
-        entries = tf.convert_to_tensor(cache.entries if growing else cache, self.compute_dtype)
-        rows = tf.shape(token_ids)[0]
-        slots = None
+        slots = entries = None
         if not growing:
+            entries = tf.convert_to_tensor(cache, self.compute_dtype)
+            rows = tf.shape(token_ids)[0]
             slots = SelfAttentionSlots.at(tf.broadcast_to(index, [rows]), tf.shape(entries)[4])
         source_visible = tf.convert_to_tensor(source_padding_mask)[:, tf.newaxis, tf.newaxis, :]
+        if step_weights is None:
+            step_weights = self.step_weights()
+        dtype = self.compute_dtype
+        embedding = self._target_embedding
+        plain = type(embedding) is keras.layers.Embedding and embedding.quantization_mode is None
         with tf.name_scope("step_embedding"):
-            x = self._step_embedding(token_ids, index)
+            table = tf.convert_to_tensor(embedding.embeddings) if plain else None
+            x = self._step_embedding(token_ids, index, table)
         keys_and_values = []
         for i, layer in enumerate(self.decoder_layers):
             cross_keys, cross_values = cross_attention_cache[i]
-            with tf.name_scope("cache_slices"):
-                keys, values = entries[:, i, 0], entries[:, i, 1]
+            if growing:
+                keys, values = cache.layers[i]
+            else:
+                with tf.name_scope("cache_slices"):
+                    keys, values = entries[:, i, 0], entries[:, i, 1]
             with tf.name_scope(f"decoder_step_{i}"):
                 step = decoder_layer_step(
                     layer,
@@ -437,41 +494,63 @@ class Seq2SeqTransformer(keras.Model):
                     cross_values,
                     source_visible,
                     slots,
+                    layer_weights(layer, dtype),
                 )
             x = step.outputs
-            keys_and_values += [step.keys, step.values]
+            keys_and_values.append((step.keys, step.values))
         if self.normalize_first:
-            x = self.decoder_final_norm(x)
+            x = layer_norm(norm_weights(self.decoder_final_norm, dtype), x)
+        logits = self._step_logits(x, step_weights)
+        if growing:
+            return logits, GrowingCache(tuple(keys_and_values))
         with tf.name_scope("cache_stack"):
-            entries = tf.reshape(
-                tf.stack(keys_and_values, axis=1),
-                tf.concat(
-                    [[rows, self.num_decoder_layers, 2], tf.shape(keys_and_values[0])[1:]], 0
-                ),
-            )
-        return self._logits(x), GrowingCache(entries) if growing else entries
+            entries = tf.stack([tf.stack(pair, axis=1) for pair in keys_and_values], axis=1)
+        return logits, entries
 
-    def _step_embedding(self, token_ids, index):
+    def _step_logits(self, x, step_weights: StepWeights) -> tf.Tensor:
+        """`_logits` of `[rows, hidden]` with the prepared kernel (the same arithmetic)."""
+        projection = self.output_projection
+        dtype = projection.compute_dtype
+        with tf.name_scope("output_projection"):
+            return tf.matmul(tf.cast(x, dtype), step_weights.output_kernel) + tf.cast(
+                projection.bias, dtype
+            )
+
+    def step_weights(self) -> StepWeights:
+        """What `decode_step` should not recompute at every step: call once, before a loop.
+
+        Returns:
+            A `StepWeights` (no rows axis: a search passes the same one to every step).
+        """
+        projection = self.output_projection
+        dtype = projection.compute_dtype
+        if projection.tied:
+            kernel = tf.transpose(tf.cast(self.token_embedding.embeddings, dtype))
+        else:
+            kernel = tf.cast(projection.kernel, dtype)
+        return StepWeights(output_kernel=kernel)
+
+    def _step_embedding(self, token_ids, index, table=None):
         """`_embed` of one token per row, `[rows, hidden_dim]`, at `index` (scalar or `[rows]`).
 
         The sinusoids are keras-hub's `SinePositionEncoding` (sine at even, cosine at odd
-        features) computed for the given positions only.
+        features) computed for the given positions only; their per-feature timescales are
+        constants of the graph (`_sinusoid_timescales`), not recomputed at every step.
         """
         embedding = self._target_embedding
         scale = ops.cast(math.sqrt(self.hidden_dim), embedding.compute_dtype)
-        tokens = embedding(token_ids) * scale
-        positions = tf.cast(tf.reshape(index, [-1, 1]), self.position_encoding.compute_dtype)
-        features = ops.arange(self.hidden_dim)
-        min_frequency = ops.cast(
-            1 / self.position_encoding.max_wavelength, self.position_encoding.compute_dtype
+        if table is not None:
+            # The layer's lookup, without its handling of negative ids (a decoder feeds none).
+            tokens = tf.cast(tf.gather(table, token_ids), embedding.compute_dtype) * scale
+        else:
+            tokens = embedding(token_ids) * scale
+        dtype = self.position_encoding.compute_dtype
+        positions = tf.cast(tf.reshape(index, [-1, 1]), dtype)
+        timescales, even = _sinusoid_timescales(
+            self.hidden_dim, self.position_encoding.max_wavelength, dtype
         )
-        timescales = ops.power(
-            min_frequency,
-            ops.cast(2 * (features // 2), min_frequency.dtype)
-            / ops.cast(self.hidden_dim, min_frequency.dtype),
-        )
-        angles = positions * timescales
-        sines = tf.where(tf.equal(features % 2, 0), tf.sin(angles), tf.cos(angles))
+        angles = positions * tf.constant(timescales)
+        sines = tf.where(tf.constant(even), tf.sin(angles), tf.cos(angles))
         return tokens + ops.cast(sines, tokens.dtype)
 
     def fit(self, x=None, y=None, *args, **kwargs):

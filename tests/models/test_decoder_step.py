@@ -1,0 +1,122 @@
+"""The lean decoding step: per-layer growing cache, weights read once, fewer ops per step."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+from tests import harness
+from tfscones.decoding import common
+from tfscones.decoding.greedy import greedy_decode
+from tfscones.models import decoder_step
+from tfscones.models.seq2seq_transformer import _sinusoid_timescales
+
+VOCAB = 23
+SOURCE = np.array([[5, 6, 7, 8, 1, 0, 0], [9, 10, 1, 0, 0, 0, 0], [4, 11, 12, 13, 14, 15, 1]])
+TARGET_IN = np.array([[3, 4, 5, 6, 1, 0], [3, 7, 8, 9, 10, 11], [3, 12, 1, 0, 0, 0]])
+
+
+def test_layer_norm_equals_the_keras_layer_exactly():
+    norm = keras.layers.LayerNormalization(epsilon=1e-5)
+    norm.build((None, 16))
+    rng = np.random.default_rng(0)
+    norm.gamma.assign(rng.normal(size=16).astype(np.float32))
+    norm.beta.assign(rng.normal(size=16).astype(np.float32))
+    x = tf.constant(rng.normal(size=[7, 16]).astype(np.float32) * 3 + 1)
+    weights = decoder_step.norm_weights(norm, tf.float32)
+    assert weights.gamma is not None
+    np.testing.assert_array_equal(decoder_step.layer_norm(weights, x).numpy(), norm(x).numpy())
+
+
+def test_layer_norm_calls_the_layer_when_it_cannot_compute_it():
+    norm = keras.layers.LayerNormalization(center=False)
+    norm.build((None, 8))
+    weights = decoder_step.norm_weights(norm, tf.float32)
+    assert weights.gamma is None
+    x = tf.random.normal([3, 8])
+    np.testing.assert_array_equal(decoder_step.layer_norm(weights, x).numpy(), norm(x).numpy())
+
+
+@pytest.mark.parametrize("hidden_dim", [8, 32, 256])
+def test_sinusoid_timescales_equal_the_per_step_computation(hidden_dim):
+    # The power that `_step_embedding` computed at every step before it became a constant.
+    features = ops.arange(hidden_dim)
+    min_frequency = ops.cast(1 / 10000.0, "float32")
+    expected = ops.power(
+        min_frequency,
+        ops.cast(2 * (features // 2), "float32") / ops.cast(hidden_dim, "float32"),
+    )
+    timescales, even = _sinusoid_timescales(hidden_dim, 10000.0, "float32")
+    assert timescales.dtype == np.float32
+    np.testing.assert_array_equal(timescales, ops.convert_to_numpy(expected))
+    np.testing.assert_array_equal(even, np.arange(hidden_dim) % 2 == 0)
+
+
+def _steps(model, cache, count, weights=None):
+    source = tf.constant(SOURCE, tf.int32)
+    encoder_outputs, mask = model.encode(source)
+    cross = model.cross_attention_cache(encoder_outputs)
+    logits, caches = [], []
+    for t in range(count):
+        step_logits, cache = model.decode_step(
+            TARGET_IN[:, t], encoder_outputs, mask, cache, t, cross, step_weights=weights
+        )
+        logits.append(step_logits.numpy())
+        caches.append(cache)
+    return np.stack(logits, axis=1), caches
+
+
+@pytest.mark.parametrize("overrides", [{}, {"normalize_first": True, "tie_embeddings": True}])
+def test_step_weights_made_once_give_the_logits_of_weights_made_per_step(overrides):
+    model = harness.small_model(VOCAB, **overrides)
+    per_step, _ = _steps(model, model.growing_cache(3), 4)
+    once, _ = _steps(model, model.growing_cache(3), 4, model.step_weights())
+    np.testing.assert_array_equal(once, per_step)
+    fixed, _ = _steps(model, model.initial_cache(3, 6), 4, model.step_weights())
+    np.testing.assert_allclose(fixed, per_step, atol=1e-5)
+
+
+def test_growing_cache_holds_one_pair_per_layer_and_only_appends():
+    model = harness.small_model(VOCAB, num_decoder_layers=3)
+    _, caches = _steps(model, model.growing_cache(3), 4, model.step_weights())
+    for t, cache in enumerate(caches):
+        assert len(cache.layers) == 3
+        for keys, values in cache.layers:
+            assert keys.shape == values.shape == (3, model.num_heads, t + 1, model.head_dim)
+    # A step appends its position and leaves the earlier ones as they were.
+    for before, after in zip(caches[2].layers, caches[3].layers, strict=True):
+        for old, new in zip(before, after, strict=True):
+            np.testing.assert_array_equal(new[:, :, :3].numpy(), old.numpy())
+
+
+def _loop_body_ops(function, *args) -> list[tuple[str, str]]:
+    """`(type, name)` of the ops of the largest `while` body in the traced graph of `function`."""
+    graph_def = function.get_concrete_function(*args).graph.as_graph_def()
+    bodies = [f for f in graph_def.library.function if "while_body" in f.signature.name]
+    body = max(bodies, key=lambda f: len(f.node_def))
+    return [(node.op, node.name) for node in body.node_def]
+
+
+def test_the_decoding_loop_copies_neither_the_cache_nor_the_output_projection():
+    model = harness.small_model(VOCAB, normalize_first=True, tie_embeddings=True)
+    decode = tf.function(lambda source: greedy_decode(model, source, max_length=6))
+    body = _loop_body_ops(decode, tf.TensorSpec([None, None], tf.int32))
+    types = [op for op, _ in body]
+    # The tied output projection is transposed once, before the loop; the timescales are
+    # constants; the cache is appended to per layer (a concatenation per keys and values
+    # tensor), never sliced out and stacked back.
+    assert "Transpose" not in types and "Pow" not in types
+    assert not [name for _, name in body if "cache_stack" in name or "cache_slices" in name]
+    assert types.count("ConcatV2") == 2 * model.num_decoder_layers
+    # The same search still decodes what a step-by-step loop without prepared weights does.
+    expected = greedy_decode(model, tf.constant(SOURCE, tf.int32), max_length=6)
+    found = decode(tf.constant(SOURCE, tf.int32))
+    np.testing.assert_array_equal(found.ids.numpy(), expected.ids.numpy())
+
+
+def test_search_cache_is_fixed_when_the_caller_compiles_with_xla():
+    model = harness.small_model(VOCAB)
+    assert isinstance(common.search_cache(model, 2, 5).cache, tuple)
+    fixed = common.search_cache(model, 2, 5, jit_compile=True)
+    assert isinstance(fixed.cache, tf.Tensor) and fixed.shape_invariant == fixed.cache.shape

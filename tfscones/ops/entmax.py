@@ -21,11 +21,11 @@ blocks of √(8·`top_k`) consecutive entries, and as many blocks with the large
 (`candidate_logits`: one maximum per block and a top-k of the block maxima, no sort or top-k of
 the vocabulary, which XLA on a CPU runs slowly). There `newton_threshold` finds and certifies τ,
 and the smallest maximum of a kept block must lie at or below τ: then every logit of the support
-was kept and τ is exact. Otherwise sparsemax and entmax-1.5 run Newton's method
-over all logits, which needs a few passes and no sort, and certify each row's τ exactly; only if
-that fails within `MAX_NEWTON_STEPS` steps does the whole batch sort all logits. Other α take τ
-from the `top_k` (then 8·`top_k`) largest logits (`tf.math.top_k`) when every row's support is
-smaller than that, and bisect over all logits otherwise.
+was kept and τ is exact. Otherwise sparsemax and entmax-1.5 run Newton's method over all logits,
+which needs a few passes and no sort, and certify each row's τ exactly; only if that fails within
+`MAX_NEWTON_STEPS` steps does the whole batch sort all logits. Other α take τ from the `top_k`
+(then 8·`top_k`) largest logits (`tf.math.top_k`) when every row's support is smaller than that,
+and bisect over all logits otherwise.
 """
 
 from __future__ import annotations
@@ -145,6 +145,8 @@ def newton_threshold(
     linear when many logits are close, where Newton on g would only halve the distance each
     step). Both φ are convex and decreasing below max x, so every step from t_0 = max x - 1 ≤ τ
     stays at or below τ and approaches it; so does every step from any other t_0 ≤ τ (`start`).
+    A start above τ by rounding does no harm: its candidate is certified at once when no logit
+    lies between τ and t_0, and otherwise the first step, by convexity, lands below τ.
 
     Each step also certifies its candidate: with S = {i : x_i > t} (k entries), τ_S solves
     Σ_{i∈S} (x_i - τ_S)^(1/(α-1)) = 1 in closed form (the τ_k of the sort-based algorithms,
@@ -262,10 +264,12 @@ def candidate_logits(logits: tf.Tensor, count: int) -> tuple[tf.Tensor, tf.Tenso
 def _candidate_statistics(logits, alpha, count, otherwise):
     """`_statistics_from_threshold` of the `candidate_logits` if they certify τ, else `otherwise()`.
 
-    Newton's method (`newton_threshold`) starts from the exact threshold of the kept block
-    maxima, a subset of the candidates, so at or below their τ (a threshold only rises when
-    logits are added). The candidates' τ is that of the whole row when the smallest kept block
-    maximum lies at or below it: every logit left out is no larger, so gets probability zero.
+    τ solves Σ_i [x_i - τ]_+^(1/(α-1)) = 1 with x = (α - 1) z (Peters & Martins 2021, eq. 4), so
+    it only rises when logits are added. Newton's method (`newton_threshold`) therefore starts
+    from the exact (sort-based) threshold of the kept block maxima, a subset of the candidates,
+    at or below their τ. The candidates' τ is that of the whole row when the smallest kept block
+    maximum lies at or below it: every logit left out is no larger, so gets probability zero and
+    adds nothing to the sum.
     """
     rows = tf.reshape(logits, [-1, logits.shape[-1]])
     candidates, block_maxima = candidate_logits(rows, count)

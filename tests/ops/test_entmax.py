@@ -159,6 +159,13 @@ def test_candidates_certify_tau_only_when_they_hold_the_support(alpha, jit_compi
     assert np.all(compiled(nearly_equal)[0].numpy() == -123.0)
 
 
+@pytest.mark.parametrize("mapping", [ops.sparsemax, ops.entmax15])
+def test_empty_batches_of_long_rows_map_to_empty_batches(mapping):
+    logits = tf.zeros([0, 3, 2000])
+    assert mapping(logits).shape == (0, 3, 2000)
+    assert tf.function(mapping, jit_compile=True)(logits).shape == (0, 3, 2000)
+
+
 def sorted_threshold(logits, alpha):
     """τ and support size (non-zero probabilities) of the sort-based algorithm, in float64."""
     scaled = np.sort((alpha - 1.0) * logits.numpy().astype(np.float64), axis=-1)[..., ::-1]

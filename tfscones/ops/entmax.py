@@ -250,15 +250,16 @@ def candidate_logits(logits: tf.Tensor, count: int) -> tuple[tf.Tensor, tf.Tenso
         particular order, and the maxima of the kept blocks `[rows, ⌊count / b⌋]`, largest first.
     """
     block_size = math.isqrt(count)
+    kept = count // block_size
     vocab_size = logits.shape[-1]
     blocks = -(-vocab_size // block_size)
     if blocks * block_size > vocab_size:
         padding = [[0, 0], [0, blocks * block_size - vocab_size]]
         logits = tf.pad(logits, padding, constant_values=-math.inf)
     logits = tf.reshape(logits, [-1, blocks, block_size])
-    block_maxima, largest = tf.math.top_k(tf.reduce_max(logits, axis=-1), k=count // block_size)
+    block_maxima, largest = tf.math.top_k(tf.reduce_max(logits, axis=-1), k=kept)
     candidates = tf.gather(logits, largest, batch_dims=1)
-    return tf.reshape(candidates, [tf.shape(logits)[0], -1]), block_maxima
+    return tf.reshape(candidates, [-1, kept * block_size]), block_maxima
 
 
 def _candidate_statistics(logits, alpha, count, otherwise):

@@ -95,6 +95,53 @@ def test_entmax_loss_on_long_vocabularies_equals_the_definition(alpha, scale):
     np.testing.assert_allclose(tape.gradient(value, logits), expected_gradient, atol=1e-6)
 
 
+def sort_based_entmax_in_float64(logits, alpha):
+    """Sparsemax or entmax-1.5 by the sort-based algorithms (Peters et al. 2019, Alg. 2)."""
+    scaled = (alpha - 1.0) * logits.astype(np.float64)
+    ordered = np.sort(scaled, axis=-1)[..., ::-1]
+    ranks = np.arange(1, ordered.shape[-1] + 1)
+    finite = np.where(np.isinf(ordered), 0.0, ordered)
+    if alpha == 2.0:
+        candidates = (np.cumsum(finite, -1) - 1.0) / ranks
+    else:
+        mean = np.cumsum(finite, -1) / ranks
+        variance = np.cumsum(finite**2, -1) / ranks - mean**2
+        candidates = mean - np.sqrt(np.maximum((1.0 - ranks * variance) / ranks, 0.0))
+    support = (candidates <= ordered).sum(-1)[..., None]
+    tau = np.take_along_axis(candidates, support - 1, -1)
+    return np.maximum(scaled - tau, 0.0) ** (1.0 / (alpha - 1.0))
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0])
+@pytest.mark.parametrize("masked", [False, True], ids=["finite", "masked"])
+def test_compiled_loss_on_a_long_vocabulary_equals_the_definition(alpha, masked):
+    # 3,000 logits: the thresholds come from the 1,024 candidates of `entmax_statistics`; with a
+    # masked logit the loss takes its masking branch.
+    logits = np.random.default_rng(4).normal(size=(2, 3, 3000)).astype(np.float32) * 3
+    if masked:
+        logits[0, 1, 17] = -math.inf
+    targets = np.array([[5, 7, 0], [2999, 1, 2]])
+    p = sort_based_entmax_in_float64(logits, alpha)
+    q = np.zeros(p.shape)
+    np.put_along_axis(q, targets[..., None], 1.0, axis=-1)
+    z = np.where(np.isinf(logits), 0.0, logits).astype(np.float64)  # 0 · -inf is 0 here
+    per_token = ((p - q) * z).sum(-1) + (1 - (p**alpha).sum(-1)) / (alpha * (alpha - 1))
+    loss = entmax.EntmaxLoss(alpha=alpha)
+
+    def value_and_gradient(logits):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            value = loss(targets, logits)
+        return value, tape.gradient(value, logits)
+
+    expected_gradient = (p - q) * (targets != 0)[..., None] / (targets != 0).sum()
+    for jit_compile in (False, True):
+        compiled = tf.function(value_and_gradient, jit_compile=jit_compile)
+        value, gradient = compiled(tf.constant(logits))
+        np.testing.assert_allclose(value, per_token[targets != 0].mean(), rtol=1e-5)
+        np.testing.assert_allclose(gradient, expected_gradient, atol=1e-7)
+
+
 @pytest.mark.parametrize("alpha", [1.5, 2.0, 1.25])
 def test_entmax_loss_with_masked_logits_is_the_loss_over_the_other_tokens(alpha):
     logits = tf.constant([[1.0, -math.inf, 0.5, 2.0, -math.inf], [0.3, 0.1, -math.inf, 0.2, 0.0]])

@@ -110,9 +110,10 @@ def test_gradient_is_zero_outside_the_support_and_sums_to_zero():
     ids=["sparsemax", "entmax15", "bisect-1.25"],
 )
 def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
-    # top_k = 8 on 300 logits tries the 8 largest, then (bisection) the 64 largest or (sparsemax,
-    # entmax-1.5) Newton's method, then all 300; the scales give supports that fit in 8, fit in
-    # 64 but not 8, and exceed 64.
+    # top_k = 8 on 300 logits: bisection tries the 8 largest, then the 64 largest, then all 300;
+    # sparsemax and entmax-1.5 try 64 candidates (8 blocks of 8), then Newton's method over all
+    # 300, then a full sort. The scales give supports that fit in 8, fit in 64 but not 8, and
+    # exceed 64.
     assert ops.partial_sort_sizes(8, 300) == [8, 64]
     support_bounds = [(0, 8), (8, 64), (64, 301)]
     for scale, (low, high) in zip(scales, support_bounds, strict=True):
@@ -123,6 +124,46 @@ def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
         partial = mapping(logits, top_k=8)
         np.testing.assert_allclose(partial, full, atol=1e-6)
         np.testing.assert_allclose(partial.numpy().sum(-1), 1.0, atol=1e-5)
+
+
+def test_candidate_logits_are_the_blocks_with_the_largest_maxima():
+    # count 4: blocks of 2, the 2 with the largest maxima; 9 logits make 5 blocks, the last
+    # padded with -inf. Block maxima 5, 1, 7, 2, 3: the blocks (7, 0) and (0, 5) are kept.
+    logits = tf.constant([[0.0, 5.0, 1.0, 1.0, 7.0, 0.0, 2.0, 2.0, 3.0]])
+    candidates, block_maxima = ops.candidate_logits(logits, 4)
+    np.testing.assert_array_equal(candidates, [[7.0, 0.0, 0.0, 5.0]])
+    np.testing.assert_array_equal(block_maxima, [[7.0, 5.0]])
+
+
+@pytest.mark.parametrize("alpha", [2.0, 1.5])
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_candidates_certify_tau_only_when_they_hold_the_support(alpha, jit_compile):
+    # 64 candidates (8 blocks of 8) of 1,001 logits: spread logits have a support of a few
+    # entries, which the candidates certify; nearly equal ones have a support of hundreds, so
+    # the statistics come from the fallback.
+    def statistics(logits):
+        fallback = tf.fill(tf.concat([tf.shape(logits)[:-1], [1]], 0), -123.0)
+        return ops._candidate_statistics(logits, alpha, 64, lambda: (fallback,) * 3)
+
+    compiled = tf.function(statistics, jit_compile=jit_compile)
+    spread = random_logits((3, 2, 1001), scale=4.0, seed=18)
+    expected_tau, expected_support = sorted_threshold(spread, alpha)
+    assert expected_support.max() < 64
+    tau, p_dot_logits, power_sum = compiled(spread)
+    z = spread.numpy().astype(np.float64)
+    p = np.maximum((alpha - 1.0) * z - expected_tau, 0.0) ** (1.0 / (alpha - 1.0))
+    np.testing.assert_allclose(tau, expected_tau, atol=1e-6)
+    np.testing.assert_allclose(p_dot_logits[..., 0], (p * z).sum(-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(power_sum[..., 0], (p**alpha).sum(-1), rtol=1e-5, atol=1e-6)
+    nearly_equal = random_logits((3, 2, 1001), scale=0.01, seed=19)
+    assert np.all(compiled(nearly_equal)[0].numpy() == -123.0)
+
+
+@pytest.mark.parametrize("mapping", [ops.sparsemax, ops.entmax15])
+def test_empty_batches_of_long_rows_map_to_empty_batches(mapping):
+    logits = tf.zeros([0, 3, 2000])
+    assert mapping(logits).shape == (0, 3, 2000)
+    assert tf.function(mapping, jit_compile=True)(logits).shape == (0, 3, 2000)
 
 
 def sorted_threshold(logits, alpha):

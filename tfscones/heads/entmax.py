@@ -99,11 +99,10 @@ def entmax_token_loss(
         float32 per-token losses `[...]`, non-negative.
     """
     vocab_size = tf.shape(logits)[-1]
-    logits, masked, invalid = _entmax_ready_logits(logits, alpha)
 
     @tf.custom_gradient
     def loss_and_gradient(z):
-        tau, p_dot_z, power_sum = entmax_ops.entmax_statistics(z, alpha, n_iter)
+        tau, p_dot_z, power_sum = _statistics_of_masked_logits(z, alpha, n_iter)
         target_dot_z = (1.0 - label_smoothing) * gold_logits(targets, z)
         if label_smoothing > 0.0:
             target_dot_z += label_smoothing * tf.reduce_mean(z, axis=-1)
@@ -122,32 +121,60 @@ def entmax_token_loss(
         return loss, grad
 
     loss = loss_and_gradient(logits)
-    infinite = gold_logits(targets, tf.cast(masked, tf.float32)) > 0.0
+    infinite = tf.equal(gold_logits(targets, logits), -math.inf)
     if label_smoothing > 0.0:
-        infinite |= tf.reduce_any(masked, axis=-1)
+        infinite |= tf.equal(tf.reduce_min(logits, axis=-1), -math.inf)
     loss = tf.where(infinite, tf.constant(math.inf), loss)
-    return tf.where(invalid, tf.constant(math.nan), loss)
+    return tf.where(_invalid_rows(logits), tf.constant(math.nan), loss)
 
 
-def _entmax_ready_logits(logits: tf.Tensor, alpha: float):
+def _all_finite(logits: tf.Tensor) -> tf.Tensor:
+    """Whether every logit is finite: one sum per row, NaN or infinite as soon as one logit is."""
+    return tf.reduce_all(tf.math.is_finite(tf.reduce_sum(logits, axis=-1)))
+
+
+def _statistics_of_masked_logits(logits: tf.Tensor, alpha: float, n_iter: int):
+    """`entmax_statistics`, where a -inf (masked) logit gets probability 0.
+
+    All-finite logits, the usual case, go straight to `entmax_statistics`; others through
+    `_entmax_ready_logits` first.
+    """
+    return tf.cond(
+        _all_finite(logits),
+        lambda: entmax_ops.entmax_statistics(logits, alpha, n_iter),
+        lambda: entmax_ops.entmax_statistics(_entmax_ready_logits(logits, alpha), alpha, n_iter),
+    )
+
+
+def _invalid_rows(logits: tf.Tensor) -> tf.Tensor:
+    """Rows holding +inf or NaN (`_entmax_ready_logits` asserts against them outside XLA)."""
+    no_row = tf.zeros(tf.shape(logits)[:-1], tf.bool)
+    return tf.cond(
+        _all_finite(logits), lambda: no_row, lambda: _holds_positive_infinity_or_nan(logits)
+    )
+
+
+def _holds_positive_infinity_or_nan(logits: tf.Tensor) -> tf.Tensor:
+    return tf.reduce_any(tf.math.is_nan(logits) | tf.equal(logits, math.inf), axis=-1)
+
+
+def _entmax_ready_logits(logits: tf.Tensor, alpha: float) -> tf.Tensor:
     """Logits with each -inf replaced by a finite value that α-entmax gives probability 0.
 
     A probability p_i = [(α-1) z_i - τ]_+^(1/(α-1)) ≤ 1 makes τ ≥ (α-1) max z - 1, so any
     z_i < max z - 1/(α-1) gets p_i = 0; the replacement lies 1 + 1/(α-1) below the row's
     largest finite logit, which keeps every sum finite.
 
-    Returns:
-        `(logits, masked, invalid)`: the logits to compute with, where they were -inf, and the
-        rows holding +inf or NaN (asserted against outside XLA).
+    Raises:
+        tf.errors.InvalidArgumentError: Outside XLA, if a logit is +inf or NaN.
     """
     masked = tf.equal(logits, -math.inf)
-    invalid = tf.reduce_any(tf.math.is_nan(logits) | tf.equal(logits, math.inf), axis=-1)
+    valid = ~tf.reduce_any(_holds_positive_infinity_or_nan(logits))
     message = "entmax losses need finite or -inf (masked) logits; got +inf or NaN"
-    with tf.control_dependencies([tf.debugging.Assert(~tf.reduce_any(invalid), [message])]):
+    with tf.control_dependencies([tf.debugging.Assert(valid, [message])]):
         finite_max = tf.reduce_max(tf.where(masked, tf.float32.min, logits), -1, keepdims=True)
     finite_max = tf.where(tf.equal(finite_max, tf.float32.min), 0.0, finite_max)
-    replacement = tf.stop_gradient(finite_max) - (1.0 + 1.0 / (alpha - 1.0))
-    return tf.where(masked, replacement, logits), masked, invalid
+    return tf.where(masked, finite_max - (1.0 + 1.0 / (alpha - 1.0)), logits)
 
 
 @keras.saving.register_keras_serializable(package="tfscones")

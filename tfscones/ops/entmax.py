@@ -15,12 +15,17 @@ bfloat16 inputs are upcast, and the result is cast back), and have closed-form g
 
 so no gradient ever flows through the sort or the bisection loop.
 
-Sorting (or bisecting over) the full vocabulary is the costly step. When the last axis is longer
-than `top_k`, the thresholds are first computed from the `top_k` largest logits only
-(`tf.math.top_k`); this is exact whenever every row's support is smaller than `top_k`. Otherwise
-sparsemax and entmax-1.5 find τ by Newton's method over all logits, which needs a few passes and
-no sort (`newton_threshold`), and certify each row's τ exactly; only if that fails within
-`MAX_NEWTON_STEPS` steps, or for other α, does the whole batch sort (or bisect over) all logits.
+Sorting (or bisecting over) the full vocabulary is the costly step. Sparsemax and entmax-1.5
+first find τ among 8·`top_k` candidate logits without sorting them: the logits are cut into
+blocks of √(8·`top_k`) consecutive entries, and as many blocks with the largest maxima are kept
+(`candidate_logits`: one maximum per block and a top-k of the block maxima, no sort or top-k of
+the vocabulary, which XLA on a CPU runs slowly). There `newton_threshold` finds and certifies τ,
+and the smallest maximum of a kept block must lie at or below τ: then every logit of the support
+was kept and τ is exact. Otherwise sparsemax and entmax-1.5 run Newton's method over all logits,
+which needs a few passes and no sort, and certify each row's τ exactly; only if that fails within
+`MAX_NEWTON_STEPS` steps does the whole batch sort all logits. Other α take τ from the `top_k`
+(then 8·`top_k`) largest logits (`tf.math.top_k`) when every row's support is smaller than that,
+and bisect over all logits otherwise.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import keras
 import tensorflow as tf
 
 DEFAULT_TOP_K = 128
-"""Logits sorted by the partial-sort path before falling back to a full sort."""
+"""Partial-sort size of bisection; sparsemax and entmax-1.5 take 8 times as many candidates."""
 
 MAX_NEWTON_STEPS = 16
 """Newton steps of `newton_threshold` before sparsemax and entmax-1.5 fall back to a full sort."""
@@ -129,7 +134,7 @@ def _bisection_threshold(scaled: tf.Tensor, alpha: float, n_iter: int):
 
 
 def newton_threshold(
-    logits: tf.Tensor, alpha: float, max_steps: int = MAX_NEWTON_STEPS
+    logits: tf.Tensor, alpha: float, max_steps: int = MAX_NEWTON_STEPS, start=None
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """Exact sparsemax or entmax-1.5 threshold by Newton's method over unsorted logits.
 
@@ -139,7 +144,9 @@ def newton_threshold(
     φ = √g - 1 for entmax-1.5 (√g is the Euclidean norm of the [x_i - τ]_+, so convex, and nearly
     linear when many logits are close, where Newton on g would only halve the distance each
     step). Both φ are convex and decreasing below max x, so every step from t_0 = max x - 1 ≤ τ
-    stays at or below τ and approaches it.
+    stays at or below τ and approaches it; so does every step from any other t_0 ≤ τ (`start`).
+    A start above τ by rounding does no harm: its candidate is certified at once when no logit
+    lies between τ and t_0, and otherwise the first step, by convexity, lands below τ.
 
     Each step also certifies its candidate: with S = {i : x_i > t} (k entries), τ_S solves
     Σ_{i∈S} (x_i - τ_S)^(1/(α-1)) = 1 in closed form (the τ_k of the sort-based algorithms,
@@ -154,6 +161,8 @@ def newton_threshold(
         logits: float32 logits `[..., V]`, any order.
         alpha: 1.5 or 2.
         max_steps: Newton steps before giving up.
+        start: Optional starting points t_0 ≤ τ `[..., 1]` on the scale of (α - 1) z; by default
+            max (α - 1) z - 1.
 
     Returns:
         `(tau, support_size, certified)`, each `[..., 1]`: τ on the scale of (α - 1) z, the
@@ -161,7 +170,8 @@ def newton_threshold(
         approximation).
     """
     scaled = (alpha - 1.0) * logits
-    start = tf.reduce_max(scaled, axis=-1, keepdims=True) - 1.0
+    if start is None:
+        start = tf.reduce_max(scaled, axis=-1, keepdims=True) - 1.0
     zero_count = tf.zeros_like(start, tf.int32)
 
     def newton_step(step, point, tau, support_size, certified):
@@ -221,6 +231,61 @@ def _statistics_from_threshold(logits, tau, support_size, alpha):
     return tau, 2.0 * (power_sum + tau), power_sum
 
 
+def candidate_logits(logits: tf.Tensor, count: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """About `count` logits per row that hold its largest ones, chosen without a sort.
+
+    Each row is cut into blocks of b = ⌊√count⌋ consecutive logits (the last one padded with
+    -inf); the ⌊count / b⌋ blocks with the largest maxima are kept. Every logit above the
+    smallest of the kept maxima is kept.
+
+    The outputs of `tf.math.top_k` are used whole: XLA on a CPU runs a top-k whose outputs are
+    sliced as a sort of the whole row, several times slower.
+
+    Args:
+        logits: float32 `[rows, V]`, V static and larger than `count`.
+        count: About how many logits to keep per row.
+
+    Returns:
+        `(candidates, block_maxima)`: the kept logits `[rows, ⌊count / b⌋ · b]`, in no
+        particular order, and the maxima of the kept blocks `[rows, ⌊count / b⌋]`, largest first.
+    """
+    block_size = math.isqrt(count)
+    kept = count // block_size
+    vocab_size = logits.shape[-1]
+    blocks = -(-vocab_size // block_size)
+    if blocks * block_size > vocab_size:
+        padding = [[0, 0], [0, blocks * block_size - vocab_size]]
+        logits = tf.pad(logits, padding, constant_values=-math.inf)
+    logits = tf.reshape(logits, [-1, blocks, block_size])
+    block_maxima, largest = tf.math.top_k(tf.reduce_max(logits, axis=-1), k=kept)
+    candidates = tf.gather(logits, largest, batch_dims=1)
+    return tf.reshape(candidates, [-1, kept * block_size]), block_maxima
+
+
+def _candidate_statistics(logits, alpha, count, otherwise):
+    """`_statistics_from_threshold` of the `candidate_logits` if they certify τ, else `otherwise()`.
+
+    τ solves Σ_i [x_i - τ]_+^(1/(α-1)) = 1 with x = (α - 1) z (Peters & Martins 2021, eq. 4), so
+    it only rises when logits are added. Newton's method (`newton_threshold`) therefore starts
+    from the exact (sort-based) threshold of the kept block maxima, a subset of the candidates,
+    at or below their τ. The candidates' τ is that of the whole row when the smallest kept block
+    maximum lies at or below it: every logit left out is no larger, so gets probability zero and
+    adds nothing to the sum.
+    """
+    rows = tf.reshape(logits, [-1, logits.shape[-1]])
+    candidates, block_maxima = candidate_logits(rows, count)
+    start = _threshold(block_maxima, alpha, 0)[0]
+    tau, support_size, certified = newton_threshold(candidates, alpha, MAX_NEWTON_STEPS, start)
+    certified &= (alpha - 1.0) * tf.reduce_min(block_maxima, axis=-1, keepdims=True) <= tau
+    shape = tf.concat([tf.shape(logits)[:-1], [1]], axis=0)
+
+    def statistics():
+        values = _statistics_from_threshold(candidates, tau, support_size, alpha)
+        return tuple(tf.reshape(value, shape) for value in values)
+
+    return tf.cond(tf.reduce_all(certified), statistics, otherwise)
+
+
 def _threshold(values: tf.Tensor, alpha: float, n_iter: int):
     """τ (on the scale of (α - 1) z) and support size from values sorted largest first."""
     if alpha == 2.0:
@@ -265,19 +330,21 @@ def _support_statistics(values, alpha, n_iter):
 def entmax_statistics(
     logits: tf.Tensor, alpha: float, n_iter: int = 50, top_k: int | None = DEFAULT_TOP_K
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """Threshold τ, p·z and Σ p^α of α-entmax, per row, from a partial sort when it suffices.
+    """Threshold τ, p·z and Σ p^α of α-entmax, per row, from a subset of logits when it suffices.
 
-    The statistics are computed from the `top_k` largest logits of every row; that is exact
-    whenever every support is smaller than `top_k`. Otherwise, for α ∈ {1.5, 2}, τ comes from
+    For α ∈ {1.5, 2}, τ comes from `newton_threshold` on the 8·`top_k` `candidate_logits` of
+    every row (exact when it certifies that the support lies among them), else from
     `newton_threshold` over all logits (a few passes, no sort), and if some row is not certified
-    within `MAX_NEWTON_STEPS` steps, from sorting all logits; for other α the whole batch tries
-    the `8 * top_k` largest, and then bisects over all logits.
+    within `MAX_NEWTON_STEPS` steps, from sorting all logits. For other α the statistics come from
+    the `top_k` largest logits (`tf.math.top_k`) when every support is smaller than `top_k`, else
+    from the `8 * top_k` largest, and else by bisection over all logits.
 
     Args:
         logits: float32 logits `[..., V]`.
         alpha: Entmax α > 1.
         n_iter: Bisection steps for α ∉ {1.5, 2}.
-        top_k: Partial-sort size; None always uses all logits.
+        top_k: Partial-sort size (8·`top_k` candidates for α ∈ {1.5, 2}); None always uses all
+            logits.
 
     Returns:
         `(tau, p_dot_logits, power_sum)`, each `[..., 1]`; τ is on the scale of (α - 1) z, so
@@ -308,11 +375,11 @@ def entmax_statistics(
     if top_k is None or vocab_size is None:
         return from_all_logits()
     if _is_sort_based(alpha):
-        statistics = by_newton if top_k < vocab_size else from_all_logits
-        sizes = [top_k] if top_k < vocab_size else []
-    else:
-        statistics, sizes = from_all_logits, partial_sort_sizes(top_k, vocab_size)
-    for k in reversed(sizes):
+        if 8 * top_k < vocab_size:
+            return _candidate_statistics(logits, alpha, 8 * top_k, by_newton)
+        return by_newton() if top_k < vocab_size else from_all_logits()
+    statistics = from_all_logits
+    for k in reversed(partial_sort_sizes(top_k, vocab_size)):
         statistics = from_largest(k, statistics)
     return statistics()
 
@@ -361,14 +428,16 @@ def entmax_forward(
 ) -> tf.Tensor:
     """α-entmax of float32 logits with the fastest exact algorithm, without a custom gradient.
 
-    Sort-based for α ∈ {1.5, 2} (Peters et al. 2019, Alg. 2; Martins & Astudillo 2016),
-    bisection otherwise, both on the `top_k` largest logits when every support fits there.
+    Sort-based for α ∈ {1.5, 2} (Peters et al. 2019, Alg. 2; Martins & Astudillo 2016), or their
+    certified Newton thresholds on candidate logits; bisection otherwise, on the `top_k` largest
+    logits when every support fits there (`entmax_statistics`).
 
     Args:
         logits: float32 logits; the mapping acts on the last axis.
         alpha: Entmax α > 1.
         n_iter: Bisection steps when α is neither 1.5 nor 2.
-        top_k: Partial-sort size; None always uses all logits.
+        top_k: Partial-sort size (8·`top_k` candidates for α ∈ {1.5, 2}); None always uses all
+            logits.
 
     Returns:
         Probabilities on the simplex, same shape as `logits`.
@@ -402,8 +471,8 @@ def sparsemax(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor
 
     Args:
         logits: Float tensor of any rank; the mapping acts on the last axis.
-        top_k: Partial-sort size for long last axes; None always sorts fully. The result is exact
-            either way.
+        top_k: 8·`top_k` candidate logits for long last axes (`entmax_statistics`); None always
+            sorts fully. The result is exact either way.
 
     Returns:
         Probabilities on the simplex, same shape and dtype as `logits`, with exact zeros.
@@ -420,8 +489,8 @@ def entmax15(logits: tf.Tensor, top_k: int | None = DEFAULT_TOP_K) -> tf.Tensor:
 
     Args:
         logits: Float tensor of any rank; the mapping acts on the last axis.
-        top_k: Partial-sort size for long last axes; None always sorts fully. The result is exact
-            either way.
+        top_k: 8·`top_k` candidate logits for long last axes (`entmax_statistics`); None always
+            sorts fully. The result is exact either way.
 
     Returns:
         Probabilities on the simplex, same shape and dtype as `logits`, with exact zeros.
@@ -462,7 +531,8 @@ def entmax(
         logits: Float tensor; the mapping acts on the last axis.
         alpha: Entmax α > 1.
         n_iter: Bisection steps when α is neither 1.5 nor 2.
-        top_k: Partial-sort size; None always uses all logits. The result is exact either way.
+        top_k: Partial-sort size (8·`top_k` candidates for α ∈ {1.5, 2}); None always uses all
+            logits. The result is exact either way.
 
     Returns:
         Probabilities on the simplex, same shape and dtype as `logits`.

@@ -64,6 +64,17 @@ def test_exact_search_improves_on_greedy_where_greedy_misses():
     assert results[0].improved
 
 
+@pytest.mark.parametrize("head", HEADS)
+def test_finding_the_beams_own_translation_is_no_improvement(head):
+    table = make_table(seed=11)
+    lengths = {"max_length_a": 0.0, "max_length_b": 2.0}
+    # A beam over every prefix of two tokens finds the optimum: exact search can only confirm it.
+    model = PrefixTableModel(table, head)
+    for result in exact_search(model, SOURCE, beam_size=36, **lengths):
+        assert result.ids == result.initial_ids
+        assert not result.improved
+
+
 def test_the_budget_stops_the_search_and_marks_it_incomplete():
     table = make_table(seed=13, scale=0.5)  # Flat scores: many prefixes stay worth expanding.
     model = PrefixTableModel(table, "softmax")

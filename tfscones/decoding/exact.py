@@ -60,6 +60,7 @@ class ExactSearchResult:
         complete: True if the search proved `ids` optimal; False if it stopped at its state
             budget, when `ids` is the best found so far.
         initial_score: The score of the beam-search hypothesis the search started from.
+        initial_ids: That hypothesis's tokens.
     """
 
     ids: tuple[int, ...]
@@ -67,11 +68,16 @@ class ExactSearchResult:
     states: int
     complete: bool
     initial_score: float
+    initial_ids: tuple[int, ...]
 
     @property
     def improved(self) -> bool:
-        """Whether exact search found a better translation than its initial beam search."""
-        return self.score > self.initial_score
+        """Whether exact search found a better translation than its initial beam search.
+
+        Compared by tokens: exact search sums the beam hypothesis's log scores again in float64,
+        so finding that same hypothesis can give a score a rounding step above the beam's own.
+        """
+        return self.ids != self.initial_ids
 
 
 class _Frame:
@@ -236,6 +242,7 @@ class _SentenceSearch:
         self.best_ids = ids
         self.best_score = score
         self.initial_score = score
+        self.initial_ids = ids
         self.budget = budget
         self.states = 0
         self._pool = pool
@@ -312,6 +319,7 @@ class _SentenceSearch:
             states=self.states,
             complete=not any(frame.next_beats(self.best_score) for frame in self._stack),
             initial_score=float(self.initial_score),
+            initial_ids=self.initial_ids,
         )
 
     def _improve(self, ids: tuple[int, ...], score: float) -> None:

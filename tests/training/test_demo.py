@@ -65,3 +65,9 @@ def test_each_side_by_side_run_gets_its_own_cores():
     assert demo.core_shares([0, 1], 2) == [{0}, {1}]
     assert demo.core_shares([2, 3, 5, 7, 8], 2) == [{2, 3}, {5, 7}]
     assert demo.core_shares([4], 2) == [{4}, {4}]
+
+
+def test_the_demos_time_rounds_to_whole_seconds_before_splitting_minutes():
+    assert demo.minutes_and_seconds(479.6) == "8 min 0 s"
+    assert demo.minutes_and_seconds(59.4) == "0 min 59 s"
+    assert demo.minutes_and_seconds(125.0) == "2 min 5 s"

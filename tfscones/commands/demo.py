@@ -52,6 +52,12 @@ EXAMPLES = 6
 LOG_SECONDS = 30.0
 
 
+def minutes_and_seconds(elapsed: float) -> str:
+    """`elapsed` seconds as "M min S s", rounded to the second (479.6 s is "8 min 0 s")."""
+    minutes, seconds = divmod(round(elapsed), 60)
+    return f"{minutes} min {seconds} s"
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     """Entry point of `tfscones demo` and `python -m training.demo`."""
     arguments = parse_demo_arguments(argv, prog)
@@ -78,8 +84,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     models = {label: load_run(config.run_dir) for label, config in configs.items()}
     sources, references = test_set(configs[EXPORTED])
     print_examples(models, configs[EXPORTED].run_dir, sources[:EXAMPLES], references[:EXAMPLES])
-    minutes, seconds = divmod(time.monotonic() - started, 60)
-    print(f"\nThe demo took {int(minutes)} min {seconds:.0f} s.")
+    print(f"\nThe demo took {minutes_and_seconds(time.monotonic() - started)}.")
     print(
         f"Translate your own sentences: {tfscones_command()} translate "
         f"--run {configs[EXPORTED].run_dir} --beam 4 < sentences.de"

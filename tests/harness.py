@@ -151,3 +151,25 @@ class FakeStepModel:
     def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
         """Logits `[batch, V]` of step `index` after `token_ids`, and the updated cache."""
         raise NotImplementedError
+
+
+def sort_based_entmax_threshold(logits, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Sparsemax's or entmax-1.5's threshold by the sort-based algorithms, in float64.
+
+    Peters et al. 2019, Alg. 2; -inf logits add 0 to the running sums and never enter the support.
+
+    Returns:
+        `(scaled, tau)`: the logits times α - 1, and τ `[..., 1]` on that scale.
+    """
+    scaled = (alpha - 1.0) * np.asarray(logits, np.float64)
+    ordered = np.sort(scaled, axis=-1)[..., ::-1]
+    ranks = np.arange(1, ordered.shape[-1] + 1)
+    finite = np.where(np.isinf(ordered), 0.0, ordered)
+    if alpha == 2.0:
+        candidates = (np.cumsum(finite, -1) - 1.0) / ranks
+    else:
+        mean = np.cumsum(finite, -1) / ranks
+        variance = np.cumsum(finite**2, -1) / ranks - mean**2
+        candidates = mean - np.sqrt(np.maximum((1.0 - ranks * variance) / ranks, 0.0))
+    support = (candidates <= ordered).sum(-1)[..., None]
+    return scaled, np.take_along_axis(candidates, support - 1, -1)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tests.heads.cases import HEAD_LOGITS, SEQUENCE_LOGITS, SEQUENCE_TARGETS
 from tfscones.heads import entmax
 from tfscones.ops.entmax import entmax_bisect
@@ -97,18 +98,7 @@ def test_entmax_loss_on_long_vocabularies_equals_the_definition(alpha, scale):
 
 def sort_based_entmax_in_float64(logits, alpha):
     """Sparsemax or entmax-1.5 by the sort-based algorithms (Peters et al. 2019, Alg. 2)."""
-    scaled = (alpha - 1.0) * logits.astype(np.float64)
-    ordered = np.sort(scaled, axis=-1)[..., ::-1]
-    ranks = np.arange(1, ordered.shape[-1] + 1)
-    finite = np.where(np.isinf(ordered), 0.0, ordered)
-    if alpha == 2.0:
-        candidates = (np.cumsum(finite, -1) - 1.0) / ranks
-    else:
-        mean = np.cumsum(finite, -1) / ranks
-        variance = np.cumsum(finite**2, -1) / ranks - mean**2
-        candidates = mean - np.sqrt(np.maximum((1.0 - ranks * variance) / ranks, 0.0))
-    support = (candidates <= ordered).sum(-1)[..., None]
-    tau = np.take_along_axis(candidates, support - 1, -1)
+    scaled, tau = harness.sort_based_entmax_threshold(logits, alpha)
     return np.maximum(scaled - tau, 0.0) ** (1.0 / (alpha - 1.0))
 
 

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tfscones.ops import entmax as ops
 
 
@@ -168,15 +169,7 @@ def test_empty_batches_of_long_rows_map_to_empty_batches(mapping):
 
 def sorted_threshold(logits, alpha):
     """τ and support size (non-zero probabilities) of the sort-based algorithm, in float64."""
-    scaled = np.sort((alpha - 1.0) * logits.numpy().astype(np.float64), axis=-1)[..., ::-1]
-    ranks = np.arange(1, scaled.shape[-1] + 1)
-    if alpha == 2.0:
-        candidates = (np.cumsum(scaled, -1) - 1.0) / ranks
-    else:
-        mean = np.cumsum(scaled, -1) / ranks
-        variance = np.cumsum(scaled**2, -1) / ranks - mean**2
-        candidates = mean - np.sqrt(np.maximum((1.0 - ranks * variance) / ranks, 0.0))
-    tau = np.take_along_axis(candidates, (candidates <= scaled).sum(-1)[..., None] - 1, -1)
+    scaled, tau = harness.sort_based_entmax_threshold(logits.numpy(), alpha)
     return tau, (scaled > tau + 1e-9).sum(-1)  # a logit tied with τ gets probability 0
 
 

@@ -112,8 +112,8 @@ def test_gradient_is_zero_outside_the_support_and_sums_to_zero():
 )
 def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
     # top_k = 8 on 300 logits: bisection tries the 8 largest, then the 64 largest, then all 300;
-    # sparsemax and entmax-1.5 try 64 candidates (8 blocks of 8), then Newton's method over all
-    # 300, then a full sort. The scales give supports that fit in 8, fit in 64 but not 8, and
+    # sparsemax and entmax-1.5 try at most 64 candidates (8 blocks of 8), then Newton's method
+    # over all 300. The scales give supports that fit in 8, fit in 64 but not 8, and
     # exceed 64.
     assert ops.partial_sort_sizes(8, 300) == [8, 64]
     support_bounds = [(0, 8), (8, 64), (64, 301)]
@@ -127,13 +127,29 @@ def test_partial_sort_equals_full_sort_at_every_fallback_level(mapping, scales):
         np.testing.assert_allclose(partial.numpy().sum(-1), 1.0, atol=1e-5)
 
 
-def test_candidate_logits_are_the_blocks_with_the_largest_maxima():
-    # count 4: blocks of 2, the 2 with the largest maxima; 9 logits make 5 blocks, the last
-    # padded with -inf. Block maxima 5, 1, 7, 2, 3: the blocks (7, 0) and (0, 5) are kept.
-    logits = tf.constant([[0.0, 5.0, 1.0, 1.0, 7.0, 0.0, 2.0, 2.0, 3.0]])
-    candidates, block_maxima = ops.candidate_logits(logits, 4)
-    np.testing.assert_array_equal(candidates, [[7.0, 0.0, 0.0, 5.0]])
-    np.testing.assert_array_equal(block_maxima, [[7.0, 5.0]])
+def test_logit_blocks_pad_the_last_block_with_negative_infinity():
+    logits = tf.constant([[0.0, 5.0, 1.0, 1.0, 7.0]])
+    blocks, block_maxima = ops.logit_blocks(logits, 2)
+    np.testing.assert_array_equal(blocks, [[[0.0, 5.0], [1.0, 1.0], [7.0, -np.inf]]])
+    np.testing.assert_array_equal(block_maxima, [[5.0, 1.0, 7.0]])
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_candidate_logits_move_the_kept_blocks_to_the_front(jit_compile):
+    # Blocks of 2; the first row keeps blocks 1 and 3 (of 4), the second keeps all four but
+    # has room for 3, the third keeps none.
+    blocks = tf.reshape(tf.range(24, dtype=tf.float32), [3, 4, 2])
+    keep = tf.constant([[False, True, False, True], [True] * 4, [False] * 4])
+    select = tf.function(lambda b, k: ops.candidate_logits(b, k, 3), jit_compile=jit_compile)
+    candidates, kept = select(blocks, keep)
+    inf = np.inf
+    np.testing.assert_array_equal(
+        candidates,
+        [[2, 3, 6, 7, -inf, -inf], [8, 9, 10, 11, 12, 13], [-inf] * 6],
+    )
+    np.testing.assert_array_equal(
+        kept, [[False, True, False, True], [True, True, True, False], [False] * 4]
+    )
 
 
 @pytest.mark.parametrize("alpha", [2.0, 1.5])
@@ -143,8 +159,10 @@ def test_candidates_certify_tau_only_when_they_hold_the_support(alpha, jit_compi
     # entries, which the candidates certify; nearly equal ones have a support of hundreds, so
     # the statistics come from the fallback.
     def statistics(logits):
-        fallback = tf.fill(tf.concat([tf.shape(logits)[:-1], [1]], 0), -123.0)
-        return ops._candidate_statistics(logits, alpha, 64, lambda: (fallback,) * 3)
+        def fallback(rows, floor):
+            return (tf.fill([tf.shape(rows)[0], 1], -123.0),) * 3
+
+        return ops._candidate_statistics(logits, alpha, 64, fallback)
 
     compiled = tf.function(statistics, jit_compile=jit_compile)
     spread = random_logits((3, 2, 1001), scale=4.0, seed=18)
@@ -203,13 +221,15 @@ def test_newton_threshold_reports_rows_it_could_not_certify():
 
 
 @pytest.mark.parametrize("alpha", [2.0, 1.5])
-def test_statistics_fall_back_to_the_full_sort_when_newton_gives_up(alpha, monkeypatch):
+def test_statistics_fall_back_to_bisection_when_newton_gives_up(alpha, monkeypatch):
     logits = random_logits((4, 500), scale=0.25, seed=11)
     reference = ops.entmax_statistics(logits, alpha, top_k=None)
+    assert not ops.newton_threshold(logits, alpha, max_steps=1)[2].numpy().all()
     monkeypatch.setattr(ops, "MAX_NEWTON_STEPS", 1)
-    statistics = ops.entmax_statistics(logits, alpha, top_k=8)
+    statistics = ops._newton_statistics(logits, alpha)
     for value, expected in zip(statistics, reference, strict=True):
-        np.testing.assert_allclose(value, expected, atol=1e-6)
+        # Bisection places τ within float32 rounding of the mass Σ [x - τ]_+^(1/(α-1)).
+        np.testing.assert_allclose(value, expected, atol=5e-6)
 
 
 @pytest.mark.parametrize("alpha", [2.0, 1.5])

@@ -16,16 +16,17 @@ bfloat16 inputs are upcast, and the result is cast back), and have closed-form g
 so no gradient ever flows through the sort or the bisection loop.
 
 Sorting (or bisecting over) the full vocabulary is the costly step. Sparsemax and entmax-1.5
-first find τ among 8·`top_k` candidate logits without sorting them: the logits are cut into
-blocks of √(8·`top_k`) consecutive entries, and as many blocks with the largest maxima are kept
-(`candidate_logits`: one maximum per block and a top-k of the block maxima, no sort or top-k of
-the vocabulary, which XLA on a CPU runs slowly). There `newton_threshold` finds and certifies τ,
-and the smallest maximum of a kept block must lie at or below τ: then every logit of the support
-was kept and τ is exact. Otherwise sparsemax and entmax-1.5 run Newton's method over all logits,
-which needs a few passes and no sort, and certify each row's τ exactly; only if that fails within
-`MAX_NEWTON_STEPS` steps does the whole batch sort all logits. Other α take τ from the `top_k`
-(then 8·`top_k`) largest logits (`tf.math.top_k`) when every row's support is smaller than that,
-and bisect over all logits otherwise.
+find τ without any sort: the logits are cut into blocks of √(8·`top_k`) consecutive entries
+(`logit_blocks`), the threshold of the block maxima bounds τ from below, and only the blocks
+whose maximum lies above that bound can hold the support; up to √(8·`top_k`) of them are moved
+to the front of the row (`candidate_logits`, a running count and a binary search). There
+`newton_threshold` finds and certifies τ, and every block left out must have its maximum at or
+below τ: then every logit of the support was kept and τ is exact. Otherwise sparsemax and
+entmax-1.5 run Newton's method over all logits from the same bound, one pass per step, and
+certify each row's τ exactly; only if that fails within `MAX_NEWTON_STEPS` steps does the
+batch bisect over all logits. Other α take τ from the `top_k` (then 8·`top_k`) largest logits
+(`tf.math.top_k`) when every row's support is smaller than that, and bisect over all logits
+otherwise.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ DEFAULT_TOP_K = 128
 """Partial-sort size of bisection; sparsemax and entmax-1.5 take 8 times as many candidates."""
 
 MAX_NEWTON_STEPS = 16
-"""Newton steps of `newton_threshold` before sparsemax and entmax-1.5 fall back to a full sort."""
+"""Newton steps of `newton_threshold` before sparsemax and entmax-1.5 fall back to bisection."""
+
+FALLBACK_BISECTION_STEPS = 50
+"""Bisection steps of sparsemax and entmax-1.5 for rows Newton's method did not certify."""
 
 
 def validate_entmax_alpha(alpha: float) -> float:
@@ -153,9 +157,12 @@ def newton_threshold(
     Martins & Astudillo 2016, eq. 5-6; Peters et al. 2019, Alg. 2; for entmax-1.5 the smaller
     root of the quadratic, written without cancellation). If {i : x_i > τ_S} = S as
     well, then g(τ_S) = 1, so τ_S is the threshold, exactly as the sort-based algorithm would
-    find it. A row keeps the first certified τ_S. For entmax-1.5 that candidate is computed
-    relative to t, so when t is far below τ (hundreds of nearly equal logits) it carries float32
-    cancellation of order 1e-6; `entmax_statistics` refines it on the certified support.
+    find it. That test needs no second pass over the logits: the same pass that sums the step's
+    excesses also finds the smallest x_i - t inside S, which must lie above τ_S - t, and the
+    largest outside S, which must not. A row keeps the first certified τ_S. For entmax-1.5 that
+    candidate is computed relative to t, so when t is far below τ (hundreds of nearly equal
+    logits) it carries float32 cancellation of order 1e-6; `entmax_statistics` refines it on the
+    certified support.
 
     Args:
         logits: float32 logits `[..., V]`, any order.
@@ -180,6 +187,8 @@ def newton_threshold(
         excess = tf.nn.relu(above_point)
         count = tf.reduce_sum(tf.cast(in_set, tf.float32), axis=-1, keepdims=True)
         excess_sum = tf.reduce_sum(excess, axis=-1, keepdims=True)
+        smallest_inside = tf.reduce_min(tf.where(in_set, above_point, math.inf), -1, keepdims=True)
+        largest_outside = tf.reduce_max(tf.where(in_set, -math.inf, above_point), -1, keepdims=True)
         if alpha == 2.0:
             offset = (excess_sum - 1.0) / count
             solvable = tf.ones_like(certified)
@@ -191,10 +200,8 @@ def newton_threshold(
             offset = (squares_sum - 1.0) / (excess_sum + tf.sqrt(tf.nn.relu(discriminant)))
             norm = tf.sqrt(squares_sum)
             next_point = point + (norm - 1.0) * norm / excess_sum
-        count_above_offset = tf.reduce_sum(
-            tf.cast(above_point > offset, tf.float32), axis=-1, keepdims=True
-        )
-        newly = solvable & tf.equal(count_above_offset, count) & ~certified
+        closed = (smallest_inside > offset) & (largest_outside <= offset)
+        newly = solvable & closed & ~certified
         tau = tf.where(newly, point + offset, tau)
         support_size = tf.where(newly, tf.cast(count, tf.int32), support_size)
         certified |= newly
@@ -231,59 +238,104 @@ def _statistics_from_threshold(logits, tau, support_size, alpha):
     return tau, 2.0 * (power_sum + tau), power_sum
 
 
-def candidate_logits(logits: tf.Tensor, count: int) -> tuple[tf.Tensor, tf.Tensor]:
-    """About `count` logits per row that hold its largest ones, chosen without a sort.
-
-    Each row is cut into blocks of b = ⌊√count⌋ consecutive logits (the last one padded with
-    -inf); the ⌊count / b⌋ blocks with the largest maxima are kept. Every logit above the
-    smallest of the kept maxima is kept.
-
-    The outputs of `tf.math.top_k` are used whole: XLA on a CPU runs a top-k whose outputs are
-    sliced as a sort of the whole row, several times slower.
+def logit_blocks(logits: tf.Tensor, block_size: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """Rows cut into blocks of `block_size` consecutive logits, and each block's maximum.
 
     Args:
-        logits: float32 `[rows, V]`, V static and larger than `count`.
-        count: About how many logits to keep per row.
+        logits: float32 `[rows, V]`, V static.
+        block_size: Logits per block; the last block is padded with -inf.
 
     Returns:
-        `(candidates, block_maxima)`: the kept logits `[rows, ⌊count / b⌋ · b]`, in no
-        particular order, and the maxima of the kept blocks `[rows, ⌊count / b⌋]`, largest first.
+        `(blocks, block_maxima)`: `[rows, ⌈V / block_size⌉, block_size]` and
+        `[rows, ⌈V / block_size⌉]`.
     """
-    block_size = math.isqrt(count)
-    kept = count // block_size
     vocab_size = logits.shape[-1]
-    blocks = -(-vocab_size // block_size)
-    if blocks * block_size > vocab_size:
-        padding = [[0, 0], [0, blocks * block_size - vocab_size]]
+    count = -(-vocab_size // block_size)
+    if count * block_size > vocab_size:
+        padding = [[0, 0], [0, count * block_size - vocab_size]]
         logits = tf.pad(logits, padding, constant_values=-math.inf)
-    logits = tf.reshape(logits, [-1, blocks, block_size])
-    block_maxima, largest = tf.math.top_k(tf.reduce_max(logits, axis=-1), k=kept)
-    candidates = tf.gather(logits, largest, batch_dims=1)
-    return tf.reshape(candidates, [-1, kept * block_size]), block_maxima
+    blocks = tf.reshape(logits, [-1, count, block_size])
+    return blocks, tf.reduce_max(blocks, axis=-1)
+
+
+def candidate_logits(
+    blocks: tf.Tensor, keep: tf.Tensor, capacity: int
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """The blocks marked `keep`, moved to the front of each row, without a sort.
+
+    The i-th kept block of a row is found by a binary search for i in the row's running count
+    of kept blocks (`tf.searchsorted`), so neither TensorFlow nor XLA sorts anything: an XLA
+    computation on a CPU that holds a sort or top-k anywhere compiles the random number
+    generation of dropout into loops tens of times slower, which made a whole training step
+    three times slower.
+
+    Args:
+        blocks: float32 `[rows, blocks, block_size]`, from `logit_blocks`.
+        keep: bool `[rows, blocks]`, the blocks to keep.
+        capacity: How many blocks a row can keep; rows with more keep their first `capacity`.
+
+    Returns:
+        `(candidates, kept)`: the logits of the kept blocks `[rows, capacity · block_size]`,
+        -inf where a row keeps fewer blocks, and whether each block was kept `[rows, blocks]`
+        (`keep` less the blocks beyond a row's `capacity`).
+    """
+    running_count = tf.cumsum(tf.cast(keep, tf.int32), axis=-1)
+    ordinals = tf.range(1, capacity + 1, dtype=tf.int32)
+    wanted = tf.broadcast_to(ordinals, [tf.shape(keep)[0], capacity])
+    positions = tf.searchsorted(running_count, wanted, side="left")
+    filled = positions < blocks.shape[1]
+    positions = tf.minimum(positions, blocks.shape[1] - 1)
+    candidates = tf.gather(blocks, positions, batch_dims=1)
+    candidates = tf.where(filled[..., tf.newaxis], candidates, -math.inf)
+    kept = keep & (running_count <= capacity)
+    return tf.reshape(candidates, [-1, capacity * blocks.shape[-1]]), kept
+
+
+def _block_maxima_threshold(block_maxima: tf.Tensor, alpha: float) -> tf.Tensor:
+    """A lower bound of τ (on the scale of (α - 1) z): the threshold of the block maxima.
+
+    τ solves Σ_i [x_i - τ]_+^(1/(α-1)) = 1 (Peters & Martins 2021, eq. 4), and the sum only
+    grows when logits are added, so the threshold of a subset of the logits lies at or below
+    that of the whole row. Rows whose Newton iterations do not certify keep max x - 1.
+    """
+    tau, _, certified = newton_threshold(block_maxima, alpha, MAX_NEWTON_STEPS)
+    start = (alpha - 1.0) * tf.reduce_max(block_maxima, axis=-1, keepdims=True) - 1.0
+    return tf.where(certified, tau, start)
 
 
 def _candidate_statistics(logits, alpha, count, otherwise):
-    """`_statistics_from_threshold` of the `candidate_logits` if they certify τ, else `otherwise()`.
+    """`_statistics_from_threshold` on candidate logits when they certify τ, else `otherwise`.
 
-    τ solves Σ_i [x_i - τ]_+^(1/(α-1)) = 1 with x = (α - 1) z (Peters & Martins 2021, eq. 4), so
-    it only rises when logits are added. Newton's method (`newton_threshold`) therefore starts
-    from the exact (sort-based) threshold of the kept block maxima, a subset of the candidates,
-    at or below their τ. The candidates' τ is that of the whole row when the smallest kept block
-    maximum lies at or below it: every logit left out is no larger, so gets probability zero and
-    adds nothing to the sum.
+    The logits are cut into blocks of b = ⌊√count⌋ (`logit_blocks`), and τ_b, the threshold of
+    the block maxima, bounds τ from below (`_block_maxima_threshold`). Only blocks whose
+    maximum lies above τ_b can hold a logit of the support; up to ⌊count / b⌋ of them are kept
+    (`candidate_logits`) and Newton's method (`newton_threshold`) runs on their logits from
+    τ_b. The candidates' τ is that of the whole row when every block left out has its maximum
+    at or below τ: the logits left out then get probability zero and add nothing to the sum.
+
+    Args:
+        logits: float32 `[..., V]`.
+        alpha: 1.5 or 2.
+        count: About how many candidate logits to keep per row.
+        otherwise: Called with the rows `[rows, V]` and τ_b `[rows, 1]` when some row is not
+            certified; returns the statistics `[rows, 1]` each.
     """
     rows = tf.reshape(logits, [-1, logits.shape[-1]])
-    candidates, block_maxima = candidate_logits(rows, count)
-    start = _threshold(block_maxima, alpha, 0)[0]
-    tau, support_size, certified = newton_threshold(candidates, alpha, MAX_NEWTON_STEPS, start)
-    certified &= (alpha - 1.0) * tf.reduce_min(block_maxima, axis=-1, keepdims=True) <= tau
+    block_size = math.isqrt(count)
+    blocks, block_maxima = logit_blocks(rows, block_size)
+    floor = _block_maxima_threshold(block_maxima, alpha)
+    keep = (alpha - 1.0) * block_maxima > floor
+    candidates, kept = candidate_logits(blocks, keep, count // block_size)
+    tau, support_size, certified = newton_threshold(candidates, alpha, MAX_NEWTON_STEPS, floor)
+    left_out = tf.reduce_max(tf.where(kept, -math.inf, block_maxima), axis=-1, keepdims=True)
+    certified &= (alpha - 1.0) * left_out <= tau
+    statistics = tf.cond(
+        tf.reduce_all(certified),
+        lambda: _statistics_from_threshold(candidates, tau, support_size, alpha),
+        lambda: otherwise(rows, floor),
+    )
     shape = tf.concat([tf.shape(logits)[:-1], [1]], axis=0)
-
-    def statistics():
-        values = _statistics_from_threshold(candidates, tau, support_size, alpha)
-        return tuple(tf.reshape(value, shape) for value in values)
-
-    return tf.cond(tf.reduce_all(certified), statistics, otherwise)
+    return tuple(tf.reshape(value, shape) for value in statistics)
 
 
 def _threshold(values: tf.Tensor, alpha: float, n_iter: int):
@@ -335,7 +387,8 @@ def entmax_statistics(
     For α ∈ {1.5, 2}, τ comes from `newton_threshold` on the 8·`top_k` `candidate_logits` of
     every row (exact when it certifies that the support lies among them), else from
     `newton_threshold` over all logits (a few passes, no sort), and if some row is not certified
-    within `MAX_NEWTON_STEPS` steps, from sorting all logits. For other α the statistics come from
+    within `MAX_NEWTON_STEPS` steps, by bisection over all logits; none of these sorts (`top_k`
+    None sorts all logits). For other α the statistics come from
     the `top_k` largest logits (`tf.math.top_k`) when every support is smaller than `top_k`, else
     from the `8 * top_k` largest, and else by bisection over all logits.
 
@@ -355,14 +408,6 @@ def entmax_statistics(
         values = tf.sort(logits, direction="DESCENDING") if _is_sort_based(alpha) else logits
         return _support_statistics(values, alpha, n_iter)[0]
 
-    def by_newton():
-        tau, support_size, certified = newton_threshold(logits, alpha, MAX_NEWTON_STEPS)
-        return tf.cond(
-            tf.reduce_all(certified),
-            lambda: _statistics_from_threshold(logits, tau, support_size, alpha),
-            from_all_logits,
-        )
-
     def from_largest(k, otherwise):
         def statistics():
             largest = tf.math.top_k(logits, k=k, sorted=True).values
@@ -372,16 +417,44 @@ def entmax_statistics(
         return statistics
 
     vocab_size = logits.shape[-1]
-    if top_k is None or vocab_size is None:
+    if top_k is None or vocab_size is None or (_is_sort_based(alpha) and top_k >= vocab_size):
         return from_all_logits()
     if _is_sort_based(alpha):
         if 8 * top_k < vocab_size:
-            return _candidate_statistics(logits, alpha, 8 * top_k, by_newton)
-        return by_newton() if top_k < vocab_size else from_all_logits()
+            return _candidate_statistics(
+                logits, alpha, 8 * top_k, lambda rows, floor: _newton_statistics(rows, alpha, floor)
+            )
+        return _newton_statistics(logits, alpha)
     statistics = from_all_logits
     for k in reversed(partial_sort_sizes(top_k, vocab_size)):
         statistics = from_largest(k, statistics)
     return statistics()
+
+
+def _newton_statistics(logits, alpha, start=None):
+    """Sparsemax or entmax-1.5 statistics from `newton_threshold` over all logits.
+
+    Rows it does not certify within `MAX_NEWTON_STEPS` steps (none has been seen outside
+    tests) take τ by bisection instead (`_bisection_statistics`), which needs no sort either.
+    """
+    tau, support_size, certified = newton_threshold(logits, alpha, MAX_NEWTON_STEPS, start)
+    return tf.cond(
+        tf.reduce_all(certified),
+        lambda: _statistics_from_threshold(logits, tau, support_size, alpha),
+        lambda: _bisection_statistics(logits, alpha),
+    )
+
+
+def _bisection_statistics(logits, alpha):
+    """τ, Σ p_j z_j and Σ p_j^α with τ by bisection over all logits, p normalised to sum 1."""
+    tau, _ = _bisection_threshold((alpha - 1.0) * logits, alpha, FALLBACK_BISECTION_STEPS)
+    probabilities = _unnormalised_from_threshold(logits, tau, alpha)
+    probabilities /= tf.reduce_sum(probabilities, axis=-1, keepdims=True)
+    return (
+        tau,
+        tf.reduce_sum(probabilities * logits, axis=-1, keepdims=True),
+        tf.reduce_sum(_power(probabilities, alpha), axis=-1, keepdims=True),
+    )
 
 
 def partial_sort_sizes(top_k: int, vocab_size: int) -> list[int]:

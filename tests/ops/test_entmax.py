@@ -153,6 +153,22 @@ def test_candidate_logits_move_the_kept_blocks_to_the_front(jit_compile):
     )
 
 
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_candidate_logits_find_kept_blocks_across_groups(jit_compile):
+    # 100 blocks make four groups of 32, the last padded; rows keep 0 to 100 blocks, room for 40.
+    rng = np.random.default_rng(21)
+    blocks = tf.constant(rng.normal(size=(6, 100, 3)), tf.float32)
+    keep = rng.random((6, 100)) < np.array([0.0, 0.05, 0.3, 0.5, 0.9, 1.0])[:, np.newaxis]
+    select = tf.function(lambda b, k: ops.candidate_logits(b, k, 40), jit_compile=jit_compile)
+    candidates, kept = select(blocks, tf.constant(keep))
+    for row in range(6):
+        indices = np.flatnonzero(keep[row])[:40]
+        expected = np.full((40, 3), -np.inf, np.float32)
+        expected[: len(indices)] = blocks.numpy()[row, indices]
+        np.testing.assert_array_equal(candidates[row], expected.reshape(-1))
+        np.testing.assert_array_equal(np.flatnonzero(kept[row]), indices)
+
+
 @pytest.mark.parametrize("alpha", [2.0, 1.5])
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
 def test_candidates_certify_tau_only_when_they_hold_the_support(alpha, jit_compile):

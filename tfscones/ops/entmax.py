@@ -22,7 +22,7 @@ whose maximum lies above that bound can hold the support; up to √(8·`top_k`) 
 to the front of the row (`candidate_logits`, a running count and a binary search). There
 `newton_threshold` finds and certifies τ, and every block left out must have its maximum at or
 below τ: then every logit of the support was kept and τ is exact. Otherwise sparsemax and
-entmax-1.5 run Newton's method over all logits from the same bound, one pass per step, and
+entmax-1.5 run Newton's method over all logits from the same bound, a few passes, and
 certify each row's τ exactly; only if that fails within `MAX_NEWTON_STEPS` steps does the
 batch bisect over all logits. Other α take τ from the `top_k` (then 8·`top_k`) largest logits
 (`tf.math.top_k`) when every row's support is smaller than that, and bisect over all logits
@@ -41,6 +41,9 @@ DEFAULT_TOP_K = 128
 
 MAX_NEWTON_STEPS = 16
 """Newton steps of `newton_threshold` before sparsemax and entmax-1.5 fall back to bisection."""
+
+GROUP_SIZE = 32
+"""Blocks per group when `candidate_logits` looks for the kept blocks."""
 
 FALLBACK_BISECTION_STEPS = 50
 """Bisection steps of sparsemax and entmax-1.5 for rows Newton's method did not certify."""
@@ -157,9 +160,7 @@ def newton_threshold(
     Martins & Astudillo 2016, eq. 5-6; Peters et al. 2019, Alg. 2; for entmax-1.5 the smaller
     root of the quadratic, written without cancellation). If {i : x_i > τ_S} = S as
     well, then g(τ_S) = 1, so τ_S is the threshold, exactly as the sort-based algorithm would
-    find it. That test needs no second pass over the logits: the same pass that sums the step's
-    excesses also finds the smallest x_i - t inside S, which must lie above τ_S - t, and the
-    largest outside S, which must not. A row keeps the first certified τ_S. For entmax-1.5 that
+    find it. A row keeps the first certified τ_S. For entmax-1.5 that
     candidate is computed relative to t, so when t is far below τ (hundreds of nearly equal
     logits) it carries float32 cancellation of order 1e-6; `entmax_statistics` refines it on the
     certified support.
@@ -173,8 +174,8 @@ def newton_threshold(
 
     Returns:
         `(tau, support_size, certified)`, each `[..., 1]`: τ on the scale of (α - 1) z, the
-        support size, and whether the row's τ was certified (rows that were not hold an
-        approximation).
+        support size, and whether the row's τ was certified (rows that were not hold their
+        last Newton iterate, a lower bound of τ up to rounding).
     """
     scaled = (alpha - 1.0) * logits
     if start is None:
@@ -187,8 +188,6 @@ def newton_threshold(
         excess = tf.nn.relu(above_point)
         count = tf.reduce_sum(tf.cast(in_set, tf.float32), axis=-1, keepdims=True)
         excess_sum = tf.reduce_sum(excess, axis=-1, keepdims=True)
-        smallest_inside = tf.reduce_min(tf.where(in_set, above_point, math.inf), -1, keepdims=True)
-        largest_outside = tf.reduce_max(tf.where(in_set, -math.inf, above_point), -1, keepdims=True)
         if alpha == 2.0:
             offset = (excess_sum - 1.0) / count
             solvable = tf.ones_like(certified)
@@ -200,8 +199,10 @@ def newton_threshold(
             offset = (squares_sum - 1.0) / (excess_sum + tf.sqrt(tf.nn.relu(discriminant)))
             norm = tf.sqrt(squares_sum)
             next_point = point + (norm - 1.0) * norm / excess_sum
-        closed = (smallest_inside > offset) & (largest_outside <= offset)
-        newly = solvable & closed & ~certified
+        count_above_offset = tf.reduce_sum(
+            tf.cast(above_point > offset, tf.float32), axis=-1, keepdims=True
+        )
+        newly = solvable & tf.equal(count_above_offset, count) & ~certified
         tau = tf.where(newly, point + offset, tau)
         support_size = tf.where(newly, tf.cast(count, tf.int32), support_size)
         certified |= newly
@@ -211,8 +212,8 @@ def newton_threshold(
         return (step < max_steps) & ~tf.reduce_all(certified)
 
     state = (tf.constant(0), start, start, zero_count, tf.zeros_like(start, tf.bool))
-    _, _, tau, support_size, certified = tf.while_loop(uncertified_left, newton_step, state)
-    return tau, support_size, certified
+    _, point, tau, support_size, certified = tf.while_loop(uncertified_left, newton_step, state)
+    return tf.where(certified, tau, point), support_size, certified
 
 
 def _statistics_from_threshold(logits, tau, support_size, alpha):
@@ -263,11 +264,11 @@ def candidate_logits(
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """The blocks marked `keep`, moved to the front of each row, without a sort.
 
-    The i-th kept block of a row is found by a binary search for i in the row's running count
-    of kept blocks (`tf.searchsorted`), so neither TensorFlow nor XLA sorts anything: an XLA
-    computation on a CPU that holds a sort or top-k anywhere compiles the random number
-    generation of dropout into loops tens of times slower, which made a whole training step
-    three times slower.
+    The i-th kept block of a row is the first whose running count of kept blocks reaches i,
+    found group by group (`_running_count`), so neither TensorFlow nor XLA sorts anything: an
+    XLA computation on a CPU that holds a sort or top-k anywhere compiles the random numbers of
+    dropout into loops tens of times slower (`benchmarks.xla_sort_with_dropout`), which made an
+    entmax training step three times slower.
 
     Args:
         blocks: float32 `[rows, blocks, block_size]`, from `logit_blocks`.
@@ -279,16 +280,44 @@ def candidate_logits(
         -inf where a row keeps fewer blocks, and whether each block was kept `[rows, blocks]`
         (`keep` less the blocks beyond a row's `capacity`).
     """
-    running_count = tf.cumsum(tf.cast(keep, tf.int32), axis=-1)
-    ordinals = tf.range(1, capacity + 1, dtype=tf.int32)
-    wanted = tf.broadcast_to(ordinals, [tf.shape(keep)[0], capacity])
-    positions = tf.searchsorted(running_count, wanted, side="left")
-    filled = positions < blocks.shape[1]
-    positions = tf.minimum(positions, blocks.shape[1] - 1)
+    block_count = blocks.shape[1]
+    running = _running_count(keep)
+    ordinals = tf.range(1, capacity + 1, dtype=running.dtype)[:, tf.newaxis]
+    group_ends = running[:, tf.newaxis, :, -1]
+    group = tf.reduce_sum(tf.cast(group_ends < ordinals, tf.int32), axis=-1)
+    filled = group < running.shape[1]
+    group = tf.minimum(group, running.shape[1] - 1)
+    in_group = tf.gather(running, group, batch_dims=1)
+    offset = tf.reduce_sum(tf.cast(in_group < ordinals, tf.int32), axis=-1)
+    positions = tf.minimum(group * GROUP_SIZE + offset, block_count - 1)
     candidates = tf.gather(blocks, positions, batch_dims=1)
     candidates = tf.where(filled[..., tf.newaxis], candidates, -math.inf)
-    kept = keep & (running_count <= capacity)
+    running = tf.reshape(running, [-1, running.shape[1] * GROUP_SIZE])[:, :block_count]
+    kept = keep & (running <= capacity)
     return tf.reshape(candidates, [-1, capacity * blocks.shape[-1]]), kept
+
+
+def _running_count(keep: tf.Tensor) -> tf.Tensor:
+    """How many blocks up to and including each one are kept, per row: float32 `[rows, G, 32]`.
+
+    The blocks are taken in groups of `GROUP_SIZE` (the last padded with blocks not kept); a
+    product with a triangular matrix of ones counts within each group and another adds the
+    groups before. Counts stay far below 2^24, so float32 holds them exactly. XLA on a CPU runs
+    `tf.cumsum` as a windowed reduction, several times slower.
+    """
+    block_count = keep.shape[1]
+    groups = -(-block_count // GROUP_SIZE)
+    keep = tf.pad(keep, [[0, 0], [0, groups * GROUP_SIZE - block_count]])
+    counts = tf.reshape(tf.cast(keep, tf.float32), [-1, groups, GROUP_SIZE])
+    within = tf.einsum("rgb,bc->rgc", counts, _triangle_of_ones(GROUP_SIZE, strict=False))
+    before = tf.einsum("rg,gh->rh", within[..., -1], _triangle_of_ones(groups, strict=True))
+    return within + before[..., tf.newaxis]
+
+
+def _triangle_of_ones(size: int, strict: bool) -> tf.Tensor:
+    """`[size, size]` float32 with ones where row < column (or ≤ unless `strict`)."""
+    rows, columns = tf.meshgrid(tf.range(size), tf.range(size), indexing="ij")
+    return tf.cast(rows < columns if strict else rows <= columns, tf.float32)
 
 
 def _block_maxima_threshold(block_maxima: tf.Tensor, alpha: float) -> tf.Tensor:
@@ -296,11 +325,10 @@ def _block_maxima_threshold(block_maxima: tf.Tensor, alpha: float) -> tf.Tensor:
 
     τ solves Σ_i [x_i - τ]_+^(1/(α-1)) = 1 (Peters & Martins 2021, eq. 4), and the sum only
     grows when logits are added, so the threshold of a subset of the logits lies at or below
-    that of the whole row. Rows whose Newton iterations do not certify keep max x - 1.
+    that of the whole row. Newton's method (`newton_threshold`) approaches it from below; rows
+    it does not certify keep their last iterate, a looser bound.
     """
-    tau, _, certified = newton_threshold(block_maxima, alpha, MAX_NEWTON_STEPS)
-    start = (alpha - 1.0) * tf.reduce_max(block_maxima, axis=-1, keepdims=True) - 1.0
-    return tf.where(certified, tau, start)
+    return newton_threshold(block_maxima, alpha, MAX_NEWTON_STEPS)[0]
 
 
 def _candidate_statistics(logits, alpha, count, otherwise):

@@ -113,3 +113,17 @@ def test_scones_terms_are_averaged_over_non_pad_tokens(smoothing):
     assert float(loss) == pytest.approx(
         float(positive.result()) + alpha * float(negative.result()), rel=1e-5
     )
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_softplus_sum_equals_a_float64_sum_of_softplus(jit_compile):
+    # 37 logits per row (two groups of 16 and a padded one), from -90 to 90, and -inf.
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(2, 3, 37)) * np.array([0.1, 4.0, 30.0])[:, np.newaxis]
+    logits[0, 0, 5] = -np.inf
+    logits[1, 2, :2] = [-90.0, 90.0]
+    softplus_sum = tf.function(scones.softplus_sum, jit_compile=jit_compile)
+    total = softplus_sum(tf.constant(logits, tf.float32))
+    z = logits.astype(np.float32).astype(np.float64)
+    expected = (np.maximum(z, 0) + np.log1p(np.exp(-np.abs(z)))).sum(-1)
+    np.testing.assert_allclose(total, expected, rtol=2e-7, atol=4e-6)

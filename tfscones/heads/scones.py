@@ -71,8 +71,8 @@ def scones_terms(
         L+ = (1-λ) sp(-z_y) + λ sp(z_y)           = sp(z_y) - (1-λ) z_y
         L- = Σ_{w≠y} (1-λ) sp(z_w) + λ sp(-z_w)   = Σ_w [sp(z_w) - λ z_w] - sp(z_y) + λ z_y
 
-    One softplus pass over the vocabulary suffices, and it is exact for any |z| (no 1e-30 clamp
-    as in the JAX listing of Stahlberg & Kumar 2022, Fig. 10).
+    One softplus pass over the vocabulary suffices (`softplus_sum`), and it is exact for any |z|
+    (no 1e-30 clamp as in the JAX listing of Stahlberg & Kumar 2022, Fig. 10).
 
     Args:
         targets: int32 gold ids `[...]`.
@@ -82,7 +82,7 @@ def scones_terms(
     Returns:
         `(L+, L-)`, float32 tensors `[...]`.
     """
-    all_negative = tf.reduce_sum(tf.nn.softplus(logits), axis=-1)
+    all_negative = softplus_sum(logits)
     if label_smoothing > 0.0:
         all_negative -= label_smoothing * tf.reduce_sum(logits, axis=-1)
     gold_logit = gold_logits(targets, logits)
@@ -90,6 +90,39 @@ def scones_terms(
     positive = gold_softplus - (1.0 - label_smoothing) * gold_logit
     negative = all_negative - gold_softplus + label_smoothing * gold_logit
     return positive, negative
+
+
+SOFTPLUS_GROUP = 16
+"""Logits per logarithm in `softplus_sum`."""
+
+
+def softplus_sum(logits: tf.Tensor) -> tf.Tensor:
+    """Σ_w softplus(z_w) over the last axis, with one logarithm per `SOFTPLUS_GROUP` logits.
+
+    softplus(z) = max(z, 0) + log(1 + e^-|z|), and every 1 + e^-|z| lies in (1, 2], so the
+    product of 16 of them lies in (1, 65536] and its logarithm is the sum of their 16 logarithms.
+    The logarithm is most of a softplus pass's cost, so taking it once per 16 logits makes the
+    SCONES loss cheaper than cross-entropy under XLA. Accuracy: 15 float32 products put at most
+    15 · 2^-24 ≈ 9e-7 of relative error on the product, so at most 9e-7 of absolute error on the
+    group's sum of softplus terms, as summing their 16 rounded logarithms would; -inf logits add
+    0, +inf and NaN propagate.
+
+    Args:
+        logits: float32 `[..., V]` (V not static: one softplus per logit).
+
+    Returns:
+        float32 `[...]`.
+    """
+    vocab_size = logits.shape[-1]
+    if vocab_size is None:
+        return tf.reduce_sum(tf.nn.softplus(logits), axis=-1)
+    groups = -(-vocab_size // SOFTPLUS_GROUP)
+    factors = 1.0 + tf.exp(-tf.abs(logits))
+    padding = [[0, 0]] * (logits.shape.rank - 1) + [[0, groups * SOFTPLUS_GROUP - vocab_size]]
+    factors = tf.pad(factors, padding, constant_values=1.0)
+    factors = tf.reshape(factors, tf.concat([tf.shape(logits)[:-1], [groups, SOFTPLUS_GROUP]], 0))
+    logs = tf.math.log(tf.reduce_prod(factors, axis=-1))
+    return tf.reduce_sum(tf.nn.relu(logits), axis=-1) + tf.reduce_sum(logs, axis=-1)
 
 
 def scaled_logits(logits: tf.Tensor, logit_scale: float) -> tf.Tensor:

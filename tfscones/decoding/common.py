@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util
 
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
@@ -235,9 +236,12 @@ def search_cache(
     A model with `growing_cache` (`Seq2SeqTransformer`) gets one unless the search is compiled
     with XLA: a step then attends to, and beam search reorders, only the positions decoded so
     far, not all `width` of them. Under XLA, where shapes must not change, and for a model
-    without it, the cache is `model.initial_cache(rows, width)`. Nothing here can tell whether
-    the caller compiles with XLA, so the caller says so: every decoder takes `jit_compile` and
-    passes it down (`compiled_search` passes its own).
+    without it, the cache is `model.initial_cache(rows, width)`. The caller says whether it
+    compiles with XLA: every decoder takes `jit_compile` and passes it down (`compiled_search`
+    passes its own). A caller that compiles with XLA but says False would trace a loop whose
+    cache grows, which XLA rejects only when it compiles ("Input and output shapes of loop body
+    do not match"); that is caught here, before the loop is traced, with an error that names
+    the fix.
 
     Args:
         model: The model.
@@ -247,14 +251,31 @@ def search_cache(
 
     Returns:
         A `SearchCache`.
+
+    Raises:
+        ValueError: If `jit_compile` is False but the graph being traced is compiled with XLA
+            (a `tf.function(jit_compile=True)` or a function called inside one).
     """
     if hasattr(model, "growing_cache") and not jit_compile:
+        _check_not_in_xla()
         cache = model.growing_cache(rows)
         return SearchCache(
             cache, tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), cache)
         )
     cache = model.initial_cache(rows, width)
     return SearchCache(cache, tf.nest.map_structure(lambda t: t.shape, cache))
+
+
+def _check_not_in_xla() -> None:
+    """Raises the error that names the fix when an XLA-compiled search asked for a growing cache."""
+    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+        raise ValueError(
+            "This search is being traced for XLA (tf.function(jit_compile=True)) but was called "
+            "with jit_compile=False, so its cache would grow at every step, which XLA cannot "
+            "compile. Pass jit_compile=True to the decoder too (greedy_decode, beam_search, "
+            "diverse_beam_search, sample_decode, Search.decode, decode_experts...), as in "
+            "tf.function(lambda s: greedy_decode(model, s, jit_compile=True), jit_compile=True)."
+        )
 
 
 def loop_shape_invariants(loop_variables: tuple, cache: SearchCache) -> tuple:

@@ -20,6 +20,7 @@ from tests.decoding.prefix_table import (
 )
 from tfscones import activations, heads
 from tfscones.data.vocab_ids import EOS_ID
+from tfscones.decoding import common
 from tfscones.decoding.beam import beam_search, diverse_beam_search, length_penalty_factor
 from tfscones.decoding.greedy import greedy_decode
 
@@ -288,3 +289,51 @@ def test_growing_and_fixed_caches_give_the_same_search(head):
         np.testing.assert_array_equal(growing.ids.numpy(), fixed.ids.numpy())
         np.testing.assert_array_equal(growing.lengths.numpy(), fixed.lengths.numpy())
         np.testing.assert_allclose(growing.scores.numpy(), fixed.scores.numpy(), rtol=1e-5)
+
+
+class RepeatedSources:
+    """A model whose `decode_step` does not take `rows_per_source`: beam search repeats its
+    encoder's tensors to every beam, as it did for every model before sharing them."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def decode_step(
+        self, token_ids, encoder_outputs, mask, cache, index, cross_attention_cache, step_weights
+    ):
+        return self._model.decode_step(
+            token_ids, encoder_outputs, mask, cache, index, cross_attention_cache, step_weights
+        )
+
+
+@pytest.mark.parametrize(
+    "head, jit_compile",
+    [("softmax", False), ("sigmoid", False), ("entmax15", False), ("softmax", True)],
+)
+def test_beams_sharing_their_sentence_cross_attention_search_as_repeated_sources(head, jit_compile):
+    """Beams read their sentence's cross-attention keys once (`rows_per_source`): the same search
+    as with the keys repeated to every beam, for plain and diverse beam search, with the growing
+    cache and under XLA."""
+    model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=12, eos_bias=1.0)
+    repeated = RepeatedSources(model)
+    assert common.shares_sources(model) and not common.shares_sources(repeated)
+    searches = (
+        lambda m, s: beam_search(
+            m, s, beam_size=3, num_hypotheses=3, length_penalty=0.6, jit_compile=jit_compile
+        ),
+        lambda m, s: diverse_beam_search(
+            m, s, beam_size=4, num_groups=2, hypotheses_per_group=2, jit_compile=jit_compile
+        ),
+    )
+    for search in searches:
+        shared, tiled = (
+            tf.function(lambda s, m=m, f=search: f(m, s), jit_compile=jit_compile)(REAL_SOURCE)
+            for m in (model, repeated)
+        )
+        np.testing.assert_array_equal(shared.ids.numpy(), tiled.ids.numpy())
+        np.testing.assert_array_equal(shared.lengths.numpy(), tiled.lengths.numpy())
+        np.testing.assert_allclose(shared.scores.numpy(), tiled.scores.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(shared.log_scores.numpy(), tiled.log_scores.numpy(), rtol=1e-6)

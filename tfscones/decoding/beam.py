@@ -260,7 +260,7 @@ def _search(
     source = common.encode_source(model, source_ids, settings.width, max_length_a, max_length_b)
     beams = settings.num_groups * settings.group_size
     batch_size = tf.shape(source_ids)[0]
-    tiled_source = tf.nest.map_structure(lambda t: tf.repeat(t, beams, axis=0), source)
+    step_source, rows_per_source = common.repeat_for_rows(model, source, beams)
     max_lengths = source.max_lengths[:, tf.newaxis]
     score_bound_divisor = length_penalty_factor(max_lengths, settings.length_penalty)
     weights = common.step_weights(model)
@@ -274,7 +274,13 @@ def _search(
 
     def body(step, alive, alive_tokens, finished, cache):
         logits, cache = common.decode_step(
-            model, tiled_source, tf.reshape(alive_tokens, [-1]), cache, step, weights
+            model,
+            step_source,
+            tf.reshape(alive_tokens, [-1]),
+            cache,
+            step,
+            weights,
+            rows_per_source,
         )
         log_scores = model.head.log_scores(logits)
         log_scores = tf.reshape(

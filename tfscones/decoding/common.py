@@ -20,6 +20,7 @@ tokens on every short sentence; a rule proportional to the source stops such run
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -142,6 +143,36 @@ def step_weights(model: StepModel) -> Any:
     return None if prepare is None else prepare()
 
 
+def shares_sources(model: StepModel) -> bool:
+    """Whether `model.decode_step` takes `rows_per_source` (see `repeat_for_rows`)."""
+    return "rows_per_source" in inspect.signature(model.decode_step).parameters
+
+
+def repeat_for_rows(
+    model: StepModel, source: EncodedSource, rows_per_source: int
+) -> tuple[EncodedSource, int]:
+    """The source a search steps with when it decodes `rows_per_source` rows per sentence.
+
+    A model whose `decode_step` takes `rows_per_source` (`Seq2SeqTransformer`) gets `source`
+    as it is, one row per sentence, and reads each sentence's encoder tensors once for all of
+    its rows (beam search's beams); any other model gets every row of `source` repeated
+    `rows_per_source` times, one per decoded row.
+
+    Args:
+        model: The model.
+        source: From `encode_source`, one row per sentence.
+        rows_per_source: Rows decoded per sentence, consecutive (sentence `i`'s are rows
+            `i * rows_per_source ...`).
+
+    Returns:
+        `(source, rows_per_source)` for `decode_step`: the rows per source row of that source
+        (1 when it was repeated).
+    """
+    if rows_per_source == 1 or shares_sources(model):
+        return source, rows_per_source
+    return tf.nest.map_structure(lambda t: tf.repeat(t, rows_per_source, axis=0), source), 1
+
+
 def decode_step(
     model: StepModel,
     source: EncodedSource,
@@ -149,22 +180,28 @@ def decode_step(
     cache: tf.Tensor,
     index: tf.Tensor | int,
     weights: Any = None,
+    rows_per_source: int = 1,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """One step of `model.decode_step` with the encoder's tensors of `source`.
 
     Args:
         model: The model.
-        source: From `encode_source` (tiled or reordered like `token_ids` if need be).
+        source: From `encode_source` (tiled or reordered like `token_ids` if need be), or one
+            row per `rows_per_source` rows of `token_ids` (from `repeat_for_rows`).
         token_ids: int32 `[batch]`, the target tokens at position `index` (BOS at 0).
         cache: The self-attention cache holding positions `0..index-1`.
         index: The position of `token_ids`.
         weights: `step_weights(model)`, made before the loop; None for none.
+        rows_per_source: Consecutive rows of `token_ids` per row of `source`, from
+            `repeat_for_rows`; above 1 only for a model that `shares_sources`.
 
     Returns:
         `(logits, cache)`: float32 logits `[batch, vocabulary_size]` of the token at position
         `index + 1` and the updated cache.
     """
     extra = {} if weights is None else {"step_weights": weights}
+    if rows_per_source != 1:
+        extra["rows_per_source"] = rows_per_source
     return model.decode_step(
         token_ids,
         source.encoder_outputs,

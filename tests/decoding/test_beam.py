@@ -337,3 +337,26 @@ def test_beams_sharing_their_sentence_cross_attention_search_as_repeated_sources
         np.testing.assert_array_equal(shared.lengths.numpy(), tiled.lengths.numpy())
         np.testing.assert_allclose(shared.scores.numpy(), tiled.scores.numpy(), rtol=1e-6)
         np.testing.assert_allclose(shared.log_scores.numpy(), tiled.log_scores.numpy(), rtol=1e-6)
+
+
+def test_the_search_loop_takes_the_blockwise_top_k_of_a_large_vocabulary(monkeypatch):
+    """The candidates' row, `beam_size * vocabulary` scores, keeps its static length in the
+    loop (the batch is dynamic), so `common.top_k` cuts it into blocks: three top-k ops for the
+    candidates (block maxima, `tf.sort` of the blocks chosen, within them), besides the alive
+    and finished sets' own; the search is the same as with `tf.math.top_k`."""
+    vocabulary_size = 8 * 8 * common.TOP_K_BLOCK // 4 + 1
+    model = harness.small_model(vocabulary_size)
+
+    def search():
+        return tf.function(lambda source: beam_search(model, source, beam_size=4, max_length=5))
+
+    blockwise = search()
+    graph = blockwise.get_concrete_function(tf.TensorSpec([None, None], tf.int32)).graph
+    bodies = [f for f in graph.as_graph_def().library.function if "while_body" in f.signature.name]
+    (body,) = [f for f in bodies if any(n.op == "TopKV2" for n in f.node_def)]
+    assert sum(node.op == "TopKV2" for node in body.node_def) == 5
+    found = blockwise(REAL_SOURCE)
+    monkeypatch.setattr(common, "TOP_K_BLOCK", vocabulary_size)  # too long a block: tf's top-k
+    expected = search()(REAL_SOURCE)
+    np.testing.assert_array_equal(found.ids.numpy(), expected.ids.numpy())
+    np.testing.assert_array_equal(found.scores.numpy(), expected.scores.numpy())

@@ -283,8 +283,11 @@ def _search(
             rows_per_source,
         )
         log_scores = model.head.log_scores(logits)
+        # The vocabulary's size stays static (the batch's is not), so that `common.top_k`
+        # knows the candidates' row length and takes its blockwise path on large vocabularies.
+        vocabulary_size = log_scores.shape[-1] or -1
         log_scores = tf.reshape(
-            log_scores, [batch_size, settings.num_groups, settings.group_size, -1]
+            log_scores, [batch_size, settings.num_groups, settings.group_size, vocabulary_size]
         )
         alive, origins, finished = _extend(step, alive, log_scores, finished, max_lengths, settings)
         flat_origins = tf.reshape(origins + tf.range(batch_size)[:, None, None] * beams, [-1])

@@ -293,7 +293,7 @@ def search_cache(
         ValueError: If `jit_compile` is False but the graph being traced is compiled with XLA
             (a `tf.function(jit_compile=True)` or a function called inside one).
     """
-    if hasattr(model, "growing_cache") and not jit_compile:
+    if _cache_grows(model, jit_compile):
         _check_not_in_xla()
         cache = model.growing_cache(rows)
         return SearchCache(
@@ -301,6 +301,11 @@ def search_cache(
         )
     cache = model.initial_cache(rows, width)
     return SearchCache(cache, tf.nest.map_structure(lambda t: t.shape, cache))
+
+
+def _cache_grows(model: StepModel, jit_compile: bool) -> bool:
+    """Whether a search gets `model.growing_cache` (see `search_cache`)."""
+    return hasattr(model, "growing_cache") and not jit_compile
 
 
 def _check_not_in_xla() -> None:
@@ -354,12 +359,19 @@ def decode_token_by_token(
     width: int,
     choose: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],
     jit_compile: bool = False,
+    drop_stopped_rows: bool = False,
 ) -> TokenByTokenOutput:
     """Extends every row by one chosen token per step, from BOS, until EOS or its length limit.
 
     The loop of greedy search and sampling: they differ only in `choose`. A row stops after its
     EOS or when it reaches `source.max_lengths` (then without EOS); the loop stops as soon as
     every row has stopped. Shapes are static, so it runs eagerly, in `tf.function` and under XLA.
+
+    With `drop_stopped_rows`, where the cache grows (outside XLA, for a model with
+    `growing_cache`: the loop's shapes may change), a row that stops leaves the batch: later
+    steps decode only the rows still going, so a batch's short sentences cost no work while its
+    longest one finishes (`_decode_rows_still_going`; a batch of one row takes the loop over
+    every row, which saves it the gathers).
 
     Args:
         model: The model.
@@ -368,10 +380,34 @@ def decode_token_by_token(
         choose: `choose(step, logits, log_scores) -> int32 [rows]`, the next token of every
             row from the step's float32 logits and `model.head.log_scores` of them.
         jit_compile: Whether the caller compiles this with XLA (see `search_cache`).
+        drop_stopped_rows: Whether to decode only the rows still going; `choose` must then
+            choose each row's token from that row's scores alone (greedy search's argmax, not
+            sampling, whose noise is drawn for the whole batch), and the model decode each
+            row from its own token, cache and source alone, as a real model does. Ignored
+            where the cache is fixed.
 
     Returns:
         A `TokenByTokenOutput`.
     """
+    if not (drop_stopped_rows and _cache_grows(model, jit_compile)):
+        return _decode_every_row(model, source, width, choose, jit_compile)
+    # One row has none to drop: the loop over every row spares it the gathers, a few percent of
+    # a step at batch 1.
+    return tf.cond(
+        tf.shape(source.max_lengths)[0] > 1,
+        lambda: _decode_rows_still_going(model, source, width, choose),
+        lambda: _decode_every_row(model, source, width, choose, jit_compile),
+    )
+
+
+def _decode_every_row(
+    model: StepModel,
+    source: EncodedSource,
+    width: int,
+    choose: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],
+    jit_compile: bool,
+) -> TokenByTokenOutput:
+    """`decode_token_by_token`, each step decoding every row, stopped ones too (fixed shapes)."""
     rows = tf.shape(source.max_lengths)[0]
     weights = step_weights(model)
 
@@ -410,3 +446,65 @@ def decode_token_by_token(
         maximum_iterations=width,
     )
     return TokenByTokenOutput(ids=tf.transpose(ids), lengths=lengths, scores=scores)
+
+
+def _decode_rows_still_going(
+    model: StepModel,
+    source: EncodedSource,
+    width: int,
+    choose: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],
+) -> TokenByTokenOutput:
+    """`decode_token_by_token`, each step decoding only the rows that have not stopped.
+
+    The loop keeps the still-going rows' tokens, source and cache, and `going`, their rows in
+    the output; after each step it gathers those of the rows that go on. Every row's tokens,
+    scores and length are those of the loop over every row: each row's step reads only that
+    row's tokens, cache and source.
+    """
+    rows = tf.shape(source.max_lengths)[0]
+    weights = step_weights(model)
+
+    def keep_going(step, going, *_):
+        return tf.logical_and(step < width, tf.size(going) > 0)
+
+    def body(step, going, tokens, source, cache, ids, lengths, scores):
+        logits, cache = decode_step(model, source, tokens, cache, step, weights)
+        log_scores = model.head.log_scores(logits)
+        chosen = choose(step, logits, log_scores)
+        at = going[:, tf.newaxis]
+        ids = tf.tensor_scatter_nd_update(
+            ids, tf.stack([going, tf.fill(tf.shape(going), step)], axis=1), chosen
+        )
+        lengths = tf.tensor_scatter_nd_add(lengths, at, tf.ones_like(chosen))
+        scores = tf.tensor_scatter_nd_add(scores, at, tf.gather(log_scores, chosen, batch_dims=1))
+        goes_on = tf.logical_and(tf.not_equal(chosen, EOS_ID), step + 1 < source.max_lengths)
+        kept = tf.reshape(tf.where(goes_on), [-1])
+        going, tokens, source, cache = tf.nest.map_structure(
+            lambda t: tf.gather(t, kept), (going, chosen, source, cache)
+        )
+        return step + 1, going, tokens, source, cache, ids, lengths, scores
+
+    cache = search_cache(model, rows, width)
+    loop_variables = (
+        tf.constant(0),
+        tf.range(rows),
+        tf.fill([rows], tf.constant(BOS_ID, tf.int32)),
+        source,
+        cache.cache,
+        tf.zeros([rows, width], tf.int32),
+        tf.zeros([rows], tf.int32),
+        tf.zeros([rows], tf.float32),
+    )
+    invariants = loop_shape_invariants(loop_variables, cache)
+    # The rows still going shrink in number: every tensor of theirs has an unknown first axis.
+    invariants = (
+        invariants[:1]
+        + tf.nest.map_structure(
+            lambda shape: tf.TensorShape([None]).concatenate(shape[1:]), invariants[1:5]
+        )
+        + invariants[5:]
+    )
+    _, _, _, _, _, ids, lengths, scores = tf.while_loop(
+        keep_going, body, loop_variables, shape_invariants=invariants, maximum_iterations=width
+    )
+    return TokenByTokenOutput(ids=ids, lengths=lengths, scores=scores)

@@ -353,10 +353,57 @@ def test_the_search_loop_takes_the_blockwise_top_k_of_a_large_vocabulary(monkeyp
     blockwise = search()
     graph = blockwise.get_concrete_function(tf.TensorSpec([None, None], tf.int32)).graph
     bodies = [f for f in graph.as_graph_def().library.function if "while_body" in f.signature.name]
-    (body,) = [f for f in bodies if any(n.op == "TopKV2" for n in f.node_def)]
-    assert sum(node.op == "TopKV2" for node in body.node_def) == 5
+    # Two loops: over every sentence (for a batch of one), over the sentences still going.
+    searching = [f for f in bodies if any(n.op == "TopKV2" for n in f.node_def)]
+    assert len(searching) == 2
+    for body in searching:
+        assert sum(node.op == "TopKV2" for node in body.node_def) == 5
     found = blockwise(REAL_SOURCE)
     monkeypatch.setattr(common, "TOP_K_BLOCK", vocabulary_size)  # too long a block: tf's top-k
     expected = search()(REAL_SOURCE)
     np.testing.assert_array_equal(found.ids.numpy(), expected.ids.numpy())
     np.testing.assert_array_equal(found.scores.numpy(), expected.scores.numpy())
+
+
+class RowCounting:
+    """A real model that records how many rows each of its (eager) decoder steps decodes."""
+
+    def __init__(self, model):
+        self._model = model
+        self.rows = []
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def decode_step(self, token_ids, *args, rows_per_source=1, **kwargs):
+        self.rows.append(int(tf.size(token_ids)))
+        return self._model.decode_step(token_ids, *args, rows_per_source=rows_per_source, **kwargs)
+
+
+@pytest.mark.parametrize("head", ["softmax", "entmax15"])
+@pytest.mark.parametrize("num_groups", [1, 2])
+def test_done_sentences_leave_the_batch_and_the_search_is_the_same(head, num_groups):
+    model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=12, eos_bias=0.5)
+    source = tf.concat([REAL_SOURCE, REAL_SOURCE[::-1]], axis=0)
+
+    def search(m):
+        # Length limits of 2 to 7 tokens, so that sentences are done at different steps.
+        return diverse_beam_search(
+            m,
+            source,
+            beam_size=4,
+            num_groups=num_groups,
+            diversity_strength=1.0,
+            max_length_a=1.0,
+            max_length_b=0.0,
+        )
+
+    counting = RowCounting(model)
+    found, expected = search(counting), search(FixedCacheOnly(model))
+    # Sentences were done at different steps and left the batch then, with all their beams.
+    assert counting.rows[0] == 6 * 4 and counting.rows[-1] < counting.rows[0]
+    assert all(rows % 4 == 0 for rows in counting.rows)
+    np.testing.assert_array_equal(found.ids.numpy(), expected.ids.numpy())
+    np.testing.assert_array_equal(found.lengths.numpy(), expected.lengths.numpy())
+    np.testing.assert_allclose(found.scores.numpy(), expected.scores.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(found.log_scores.numpy(), expected.log_scores.numpy(), rtol=1e-5)

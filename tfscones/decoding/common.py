@@ -293,7 +293,7 @@ def search_cache(
         ValueError: If `jit_compile` is False but the graph being traced is compiled with XLA
             (a `tf.function(jit_compile=True)` or a function called inside one).
     """
-    if _cache_grows(model, jit_compile):
+    if cache_grows(model, jit_compile):
         _check_not_in_xla()
         cache = model.growing_cache(rows)
         return SearchCache(
@@ -303,8 +303,8 @@ def search_cache(
     return SearchCache(cache, tf.nest.map_structure(lambda t: t.shape, cache))
 
 
-def _cache_grows(model: StepModel, jit_compile: bool) -> bool:
-    """Whether a search gets `model.growing_cache` (see `search_cache`)."""
+def cache_grows(model: StepModel, jit_compile: bool) -> bool:
+    """Whether a search gets `model.growing_cache` (see `search_cache`): its shapes may change."""
     return hasattr(model, "growing_cache") and not jit_compile
 
 
@@ -389,7 +389,7 @@ def decode_token_by_token(
     Returns:
         A `TokenByTokenOutput`.
     """
-    if not (drop_stopped_rows and _cache_grows(model, jit_compile)):
+    if not (drop_stopped_rows and cache_grows(model, jit_compile)):
         return _decode_every_row(model, source, width, choose, jit_compile)
     # One row has none to drop: the loop over every row spares it the gathers, a few percent of
     # a step at batch 1.

@@ -20,6 +20,7 @@ from tests.decoding.prefix_table import (
 )
 from tfscones import activations, heads
 from tfscones.data.vocab_ids import EOS_ID
+from tfscones.decoding import common
 from tfscones.decoding.beam import beam_search, diverse_beam_search, length_penalty_factor
 from tfscones.decoding.greedy import greedy_decode
 
@@ -288,3 +289,121 @@ def test_growing_and_fixed_caches_give_the_same_search(head):
         np.testing.assert_array_equal(growing.ids.numpy(), fixed.ids.numpy())
         np.testing.assert_array_equal(growing.lengths.numpy(), fixed.lengths.numpy())
         np.testing.assert_allclose(growing.scores.numpy(), fixed.scores.numpy(), rtol=1e-5)
+
+
+class RepeatedSources:
+    """A model whose `decode_step` does not take `rows_per_source`: beam search repeats its
+    encoder's tensors to every beam, as it did for every model before sharing them."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def decode_step(
+        self, token_ids, encoder_outputs, mask, cache, index, cross_attention_cache, step_weights
+    ):
+        return self._model.decode_step(
+            token_ids, encoder_outputs, mask, cache, index, cross_attention_cache, step_weights
+        )
+
+
+@pytest.mark.parametrize(
+    "head, jit_compile",
+    [("softmax", False), ("sigmoid", False), ("entmax15", False), ("softmax", True)],
+)
+def test_beams_sharing_their_sentence_cross_attention_search_as_repeated_sources(head, jit_compile):
+    """Beams read their sentence's cross-attention keys once (`rows_per_source`): the same search
+    as with the keys repeated to every beam, for plain and diverse beam search, with the growing
+    cache and under XLA."""
+    model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=12, eos_bias=1.0)
+    repeated = RepeatedSources(model)
+    assert common.shares_sources(model) and not common.shares_sources(repeated)
+    searches = (
+        lambda m, s: beam_search(
+            m, s, beam_size=3, num_hypotheses=3, length_penalty=0.6, jit_compile=jit_compile
+        ),
+        lambda m, s: diverse_beam_search(
+            m, s, beam_size=4, num_groups=2, hypotheses_per_group=2, jit_compile=jit_compile
+        ),
+    )
+    for search in searches:
+        shared, tiled = (
+            tf.function(lambda s, m=m, f=search: f(m, s), jit_compile=jit_compile)(REAL_SOURCE)
+            for m in (model, repeated)
+        )
+        np.testing.assert_array_equal(shared.ids.numpy(), tiled.ids.numpy())
+        np.testing.assert_array_equal(shared.lengths.numpy(), tiled.lengths.numpy())
+        np.testing.assert_allclose(shared.scores.numpy(), tiled.scores.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(shared.log_scores.numpy(), tiled.log_scores.numpy(), rtol=1e-6)
+
+
+def test_the_search_loop_takes_the_blockwise_top_k_of_a_large_vocabulary(monkeypatch):
+    """The candidates' row, `beam_size * vocabulary` scores, keeps its static length in the
+    loop (the batch is dynamic), so `common.top_k` cuts it into blocks: three top-k ops for the
+    candidates (block maxima, `tf.sort` of the blocks chosen, within them), besides the alive
+    and finished sets' own; the search is the same as with `tf.math.top_k`."""
+    vocabulary_size = 8 * 8 * common.TOP_K_BLOCK // 4 + 1
+    model = harness.small_model(vocabulary_size)
+
+    def search():
+        return tf.function(lambda source: beam_search(model, source, beam_size=4, max_length=5))
+
+    blockwise = search()
+    graph = blockwise.get_concrete_function(tf.TensorSpec([None, None], tf.int32)).graph
+    bodies = [f for f in graph.as_graph_def().library.function if "while_body" in f.signature.name]
+    # Two loops: over every sentence (for a batch of one), over the sentences still going.
+    searching = [f for f in bodies if any(n.op == "TopKV2" for n in f.node_def)]
+    assert len(searching) == 2
+    for body in searching:
+        assert sum(node.op == "TopKV2" for node in body.node_def) == 5
+    found = blockwise(REAL_SOURCE)
+    monkeypatch.setattr(common, "TOP_K_BLOCK", vocabulary_size)  # too long a block: tf's top-k
+    expected = search()(REAL_SOURCE)
+    np.testing.assert_array_equal(found.ids.numpy(), expected.ids.numpy())
+    np.testing.assert_array_equal(found.scores.numpy(), expected.scores.numpy())
+
+
+class RowCounting:
+    """A real model that records how many rows each of its (eager) decoder steps decodes."""
+
+    def __init__(self, model):
+        self._model = model
+        self.rows = []
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def decode_step(self, token_ids, *args, rows_per_source=1, **kwargs):
+        self.rows.append(int(tf.size(token_ids)))
+        return self._model.decode_step(token_ids, *args, rows_per_source=rows_per_source, **kwargs)
+
+
+@pytest.mark.parametrize("head", ["softmax", "entmax15"])
+@pytest.mark.parametrize("num_groups", [1, 2])
+def test_done_sentences_leave_the_batch_and_the_search_is_the_same(head, num_groups):
+    model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=12, eos_bias=0.5)
+    source = tf.concat([REAL_SOURCE, REAL_SOURCE[::-1]], axis=0)
+
+    def search(m):
+        # Length limits of 2 to 7 tokens, so that sentences are done at different steps.
+        return diverse_beam_search(
+            m,
+            source,
+            beam_size=4,
+            num_groups=num_groups,
+            diversity_strength=1.0,
+            max_length_a=1.0,
+            max_length_b=0.0,
+        )
+
+    counting = RowCounting(model)
+    found, expected = search(counting), search(FixedCacheOnly(model))
+    # Sentences were done at different steps and left the batch then, with all their beams.
+    assert counting.rows[0] == 6 * 4 and counting.rows[-1] < counting.rows[0]
+    assert all(rows % 4 == 0 for rows in counting.rows)
+    np.testing.assert_array_equal(found.ids.numpy(), expected.ids.numpy())
+    np.testing.assert_array_equal(found.lengths.numpy(), expected.lengths.numpy())
+    np.testing.assert_allclose(found.scores.numpy(), expected.scores.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(found.log_scores.numpy(), expected.log_scores.numpy(), rtol=1e-5)

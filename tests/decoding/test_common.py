@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tests import harness
-from tfscones.decoding import common
+from tfscones.decoding import beam_search, common, greedy_decode
 
 
 @pytest.mark.parametrize("length, k", [(4000 * 4, 8), (5000, 8), (300, 4)])
@@ -39,3 +39,26 @@ def test_search_cache_grows_outside_xla_and_is_fixed_under_it():
         return cache.cache
 
     assert compiled().shape == (3, 2, 2, 2, 8, 8)
+
+
+@pytest.mark.parametrize("decoder", ["greedy", "beam"])
+def test_an_xla_search_without_jit_compile_fails_early_and_names_the_fix(decoder):
+    model = harness.small_model(11)
+    search = {
+        "greedy": lambda source, **kw: greedy_decode(model, source, **kw),
+        "beam": lambda source, **kw: beam_search(model, source, beam_size=2, **kw),
+    }[decoder]
+    source = tf.constant([[5, 6, 1], [7, 1, 0]], tf.int32)
+    forgotten = tf.function(search, jit_compile=True)
+    with pytest.raises(ValueError, match="jit_compile=True") as raised:
+        forgotten.get_concrete_function(source)
+    assert "Pass jit_compile=True to the decoder" in str(raised.value)
+    # Inside a plain function that an XLA function calls, the loop is compiled with XLA too.
+    nested = tf.function(lambda source: tf.function(search)(source), jit_compile=True)
+    with pytest.raises(ValueError, match="jit_compile=True"):
+        nested.get_concrete_function(source)
+    # Saying so compiles and runs; outside XLA the default still traces.
+    compiled = tf.function(lambda source: search(source, jit_compile=True), jit_compile=True)
+    np.testing.assert_array_equal(
+        compiled(source).ids.numpy(), tf.function(search)(source).ids.numpy()
+    )

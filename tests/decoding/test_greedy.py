@@ -223,3 +223,47 @@ def test_xla_and_graph_decoding_agree():
     np.testing.assert_array_equal(xla.ids.numpy(), graph.ids.numpy())
     np.testing.assert_array_equal(xla.lengths.numpy(), graph.lengths.numpy())
     np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), rtol=1e-4, atol=1e-4)
+
+
+class RowCounting:
+    """A real model that records how many rows each of its (eager) decoder steps decodes."""
+
+    def __init__(self, model):
+        self._model = model
+        self.rows = []
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def decode_step(self, token_ids, *args, **kwargs):
+        self.rows.append(int(tf.size(token_ids)))
+        return self._model.decode_step(token_ids, *args, **kwargs)
+
+
+class FixedCacheOnly(RowCounting):
+    """Without `growing_cache`: the decoder keeps every row to the end, as it did before."""
+
+    def __getattr__(self, name):
+        if name == "growing_cache":
+            raise AttributeError(name)
+        return super().__getattr__(name)
+
+
+@pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
+def test_stopped_rows_leave_the_batch_and_the_output_is_the_same(head):
+    model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=10, eos_bias=2.0)
+    source = np.concatenate([REAL_SOURCE, REAL_SOURCE[::-1], REAL_SOURCE[:1]])
+    dropping, keeping = RowCounting(model), FixedCacheOnly(model)
+    found, expected = greedy_decode(dropping, source), greedy_decode(keeping, source)
+    # Rows stopped at different steps (an EOS or the length limit), and left the batch then.
+    assert len(set(found.lengths.numpy())) > 1
+    lengths = found.lengths.numpy()
+    assert dropping.rows == [int(np.sum(lengths > t)) for t in range(lengths.max())]
+    assert set(keeping.rows) == {len(source)}
+    np.testing.assert_array_equal(found.ids.numpy(), expected.ids.numpy())
+    np.testing.assert_array_equal(found.lengths.numpy(), expected.lengths.numpy())
+    np.testing.assert_allclose(found.scores.numpy(), expected.scores.numpy(), rtol=1e-5)
+    in_graph = tf.function(lambda s: greedy_decode(model, s))(tf.constant(source))
+    np.testing.assert_array_equal(in_graph.ids.numpy(), expected.ids.numpy())
+    np.testing.assert_array_equal(in_graph.lengths.numpy(), expected.lengths.numpy())
+    np.testing.assert_allclose(in_graph.scores.numpy(), expected.scores.numpy(), rtol=1e-5)

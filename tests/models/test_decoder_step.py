@@ -77,6 +77,35 @@ def test_step_weights_made_once_give_the_logits_of_weights_made_per_step(overrid
     np.testing.assert_allclose(fixed, per_step, atol=1e-5)
 
 
+@pytest.mark.parametrize("overrides", [{}, {"normalize_first": True}])
+@pytest.mark.parametrize("fixed_cache", [False, True])
+def test_rows_sharing_a_source_step_as_rows_with_the_source_repeated(overrides, fixed_cache):
+    """`rows_per_source=2`: two rows per sentence read its encoder's tensors, given once, as
+    two rows that each get their own copy of them."""
+    model = harness.small_model(VOCAB, **overrides)
+    encoder_outputs, mask = model.encode(tf.constant(SOURCE, tf.int32))
+    cross = model.cross_attention_cache(encoder_outputs)
+    repeat = lambda t: tf.repeat(t, 2, axis=0)  # noqa: E731
+    # Each sentence's two rows decode different targets: its own and the next sentence's.
+    targets = np.stack([TARGET_IN, np.roll(TARGET_IN, -1, axis=0)], axis=1).reshape([6, -1])
+    weights = model.step_weights()
+    caches = [model.initial_cache(6, 6) if fixed_cache else model.growing_cache(6)] * 2
+    for t in range(5):
+        shared, caches[0] = model.decode_step(
+            targets[:, t], encoder_outputs, mask, caches[0], t, cross, weights, rows_per_source=2
+        )
+        repeated, caches[1] = model.decode_step(
+            targets[:, t],
+            repeat(encoder_outputs),
+            repeat(mask),
+            caches[1],
+            t,
+            tf.nest.map_structure(repeat, cross),
+            weights,
+        )
+        np.testing.assert_allclose(shared.numpy(), repeated.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_growing_cache_holds_one_pair_per_layer_and_only_appends():
     model = harness.small_model(VOCAB, num_decoder_layers=3)
     _, caches = _steps(model, model.growing_cache(3), 4, model.step_weights())

@@ -255,12 +255,41 @@ def _checked_length_penalty(length_penalty: float) -> float:
 def _search(
     model, source_ids, settings: _SearchSettings, max_length_a, max_length_b, jit_compile: bool
 ):
-    """The search loop shared by `beam_search` and `diverse_beam_search`."""
+    """The search shared by `beam_search` and `diverse_beam_search`.
+
+    Outside XLA, for a model whose cache grows and whose beams share their sentence's encoder
+    tensors (`common.shares_sources`), a sentence whose groups are all done leaves the batch
+    (`_search_sentences_going`), unless the search is `padded` or the batch one sentence;
+    otherwise every sentence is stepped until the last is done (`_search_every_sentence`).
+    Both find the same hypotheses: a sentence's search never reads another's.
+    """
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     source = common.encode_source(model, source_ids, settings.width, max_length_a, max_length_b)
+
+    def every_sentence():
+        return _search_every_sentence(model, source, settings, jit_compile)
+
+    if (
+        settings.padded
+        or not common.cache_grows(model, jit_compile)
+        or not common.shares_sources(model)
+    ):
+        return _best_first(every_sentence(), settings)
+    finished = tf.cond(
+        tf.shape(source_ids)[0] > 1,
+        lambda: _search_sentences_going(model, source, settings),
+        every_sentence,
+    )
+    return _best_first(finished, settings)
+
+
+def _search_every_sentence(
+    model, source: common.EncodedSource, settings: _SearchSettings, jit_compile: bool
+) -> _Hypotheses:
+    """The search loop over every sentence of the batch; returns the finished sets."""
     beams = settings.num_groups * settings.group_size
-    batch_size = tf.shape(source_ids)[0]
-    tiled_source = tf.nest.map_structure(lambda t: tf.repeat(t, beams, axis=0), source)
+    batch_size = tf.shape(source.max_lengths)[0]
+    step_source, rows_per_source = common.repeat_for_rows(model, source, beams)
     max_lengths = source.max_lengths[:, tf.newaxis]
     score_bound_divisor = length_penalty_factor(max_lengths, settings.length_penalty)
     weights = common.step_weights(model)
@@ -274,20 +303,22 @@ def _search(
 
     def body(step, alive, alive_tokens, finished, cache):
         logits, cache = common.decode_step(
-            model, tiled_source, tf.reshape(alive_tokens, [-1]), cache, step, weights
+            model,
+            step_source,
+            tf.reshape(alive_tokens, [-1]),
+            cache,
+            step,
+            weights,
+            rows_per_source,
         )
-        log_scores = model.head.log_scores(logits)
-        log_scores = tf.reshape(
-            log_scores, [batch_size, settings.num_groups, settings.group_size, -1]
+        alive, origins, finished = _extend(
+            step, alive, _log_scores(model, logits, settings), finished, max_lengths, settings
         )
-        alive, origins, finished = _extend(step, alive, log_scores, finished, max_lengths, settings)
-        flat_origins = tf.reshape(origins + tf.range(batch_size)[:, None, None] * beams, [-1])
-        with tf.name_scope("reorder_cache"):
-            cache = tf.nest.map_structure(
-                lambda t: tf.ensure_shape(tf.gather(t, flat_origins), t.shape), cache
-            )
-        alive_tokens = tf.gather(alive.ids, step, axis=3)
-        return step + 1, alive, alive_tokens, finished, cache
+        # A fixed cache keeps its static shape (XLA's loop needs it).
+        cache = tf.nest.map_structure(
+            lambda new, old: tf.ensure_shape(new, old.shape), _reorder(cache, origins), cache
+        )
+        return step + 1, alive, tf.gather(alive.ids, step, axis=3), finished, cache
 
     cache = common.search_cache(model, batch_size * beams, settings.width, jit_compile)
     loop_variables = (
@@ -304,7 +335,114 @@ def _search(
         shape_invariants=common.loop_shape_invariants(loop_variables, cache),
         maximum_iterations=settings.width,
     )
-    return _best_first(finished, settings)
+    return finished
+
+
+def _search_sentences_going(
+    model, source: common.EncodedSource, settings: _SearchSettings
+) -> _Hypotheses:
+    """The search loop where a sentence leaves the batch once its groups are all done.
+
+    The loop holds the sentences still going (`going`, their indices in the batch), their
+    source, beams, finished sets and cache; after each step it writes their finished sets to
+    `output` and gathers what the sentences that go on need. Needs a growing cache and a model
+    that `common.shares_sources` (the source has one row per sentence).
+    """
+    beams = settings.num_groups * settings.group_size
+    batch_size = tf.shape(source.max_lengths)[0]
+    weights = common.step_weights(model)
+
+    def keep_going(step, going, *_):
+        return tf.logical_and(step < settings.width, tf.size(going) > 0)
+
+    def body(step, going, source, alive, alive_tokens, finished, cache, output):
+        logits, cache = common.decode_step(
+            model, source, tf.reshape(alive_tokens, [-1]), cache, step, weights, beams
+        )
+        max_lengths = source.max_lengths[:, tf.newaxis]
+        alive, origins, finished = _extend(
+            step, alive, _log_scores(model, logits, settings), finished, max_lengths, settings
+        )
+        output = tf.nest.map_structure(
+            lambda t, new: tf.tensor_scatter_nd_update(t, going[:, tf.newaxis], new),
+            output,
+            finished,
+        )
+        divisor = length_penalty_factor(max_lengths, settings.length_penalty)
+        done = tf.reduce_all(_groups_done(alive, finished, divisor), axis=1)
+        kept = tf.cast(tf.reshape(tf.where(tf.logical_not(done)), [-1]), tf.int32)
+        going, source, alive, finished, origins = tf.nest.map_structure(
+            lambda t: tf.gather(t, kept), (going, source, alive, finished, origins)
+        )
+        cache = _reorder(cache, origins, kept)
+        return (
+            step + 1,
+            going,
+            source,
+            alive,
+            tf.gather(alive.ids, step, axis=3),
+            finished,
+            cache,
+            output,
+        )
+
+    cache = common.search_cache(model, batch_size * beams, settings.width)
+    empty = _empty_hypotheses(batch_size, settings, settings.finished_per_group)
+    loop_variables = (
+        tf.constant(0),
+        tf.range(batch_size),
+        source,
+        _initial_alive(batch_size, settings),
+        tf.fill([batch_size, settings.num_groups, settings.group_size], BOS_ID),
+        empty,
+        cache.cache,
+        empty,
+    )
+    invariants = common.loop_shape_invariants(loop_variables, cache)
+    # The sentences going shrink in number: every tensor of theirs has an unknown first axis.
+    invariants = (
+        invariants[:1]
+        + tf.nest.map_structure(
+            lambda shape: tf.TensorShape([None]).concatenate(shape[1:]), invariants[1:7]
+        )
+        + invariants[7:]
+    )
+    *_, output = tf.while_loop(
+        keep_going,
+        body,
+        loop_variables,
+        shape_invariants=invariants,
+        maximum_iterations=settings.width,
+    )
+    return output
+
+
+def _log_scores(model, logits, settings: _SearchSettings) -> tf.Tensor:
+    """The head's log-scores of the next token, `[sentences, groups, group_size, vocabulary]`.
+
+    The vocabulary's size stays static (the batch's is not), so that `common.top_k` knows the
+    candidates' row length and takes its blockwise path on large vocabularies.
+    """
+    log_scores = model.head.log_scores(logits)
+    vocabulary_size = log_scores.shape[-1] or -1
+    return tf.reshape(log_scores, [-1, settings.num_groups, settings.group_size, vocabulary_size])
+
+
+def _reorder(cache, origins: tf.Tensor, sentences: tf.Tensor | None = None):
+    """The cache rows of the new alive beams, whose `origins` index their sentence's beams.
+
+    Args:
+        cache: The step's cache, each sentence's beams consecutive rows.
+        origins: int32 `[kept, groups, group_size]`, from `_extend`, of the sentences kept.
+        sentences: int32 `[kept]`, the kept sentences' indices in the step; None for all of
+            them, in order.
+    """
+    if sentences is None:
+        sentences = tf.range(tf.shape(origins)[0])
+    beams = origins.shape[1] * origins.shape[2]
+    rows = tf.reshape(origins + sentences[:, tf.newaxis, tf.newaxis] * beams, [-1])
+    with tf.name_scope("reorder_cache"):
+        return tf.nest.map_structure(lambda t: tf.gather(t, rows), cache)
 
 
 def _empty_hypotheses(batch_size, settings: _SearchSettings, size: int) -> _Hypotheses:

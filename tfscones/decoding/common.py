@@ -20,11 +20,13 @@ tokens on every short sentence; a rule proportional to the source stops such run
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util
 
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
@@ -141,6 +143,36 @@ def step_weights(model: StepModel) -> Any:
     return None if prepare is None else prepare()
 
 
+def shares_sources(model: StepModel) -> bool:
+    """Whether `model.decode_step` takes `rows_per_source` (see `repeat_for_rows`)."""
+    return "rows_per_source" in inspect.signature(model.decode_step).parameters
+
+
+def repeat_for_rows(
+    model: StepModel, source: EncodedSource, rows_per_source: int
+) -> tuple[EncodedSource, int]:
+    """The source a search steps with when it decodes `rows_per_source` rows per sentence.
+
+    A model whose `decode_step` takes `rows_per_source` (`Seq2SeqTransformer`) gets `source`
+    as it is, one row per sentence, and reads each sentence's encoder tensors once for all of
+    its rows (beam search's beams); any other model gets every row of `source` repeated
+    `rows_per_source` times, one per decoded row.
+
+    Args:
+        model: The model.
+        source: From `encode_source`, one row per sentence.
+        rows_per_source: Rows decoded per sentence, consecutive (sentence `i`'s are rows
+            `i * rows_per_source ...`).
+
+    Returns:
+        `(source, rows_per_source)` for `decode_step`: the rows per source row of that source
+        (1 when it was repeated).
+    """
+    if rows_per_source == 1 or shares_sources(model):
+        return source, rows_per_source
+    return tf.nest.map_structure(lambda t: tf.repeat(t, rows_per_source, axis=0), source), 1
+
+
 def decode_step(
     model: StepModel,
     source: EncodedSource,
@@ -148,22 +180,28 @@ def decode_step(
     cache: tf.Tensor,
     index: tf.Tensor | int,
     weights: Any = None,
+    rows_per_source: int = 1,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """One step of `model.decode_step` with the encoder's tensors of `source`.
 
     Args:
         model: The model.
-        source: From `encode_source` (tiled or reordered like `token_ids` if need be).
+        source: From `encode_source` (tiled or reordered like `token_ids` if need be), or one
+            row per `rows_per_source` rows of `token_ids` (from `repeat_for_rows`).
         token_ids: int32 `[batch]`, the target tokens at position `index` (BOS at 0).
         cache: The self-attention cache holding positions `0..index-1`.
         index: The position of `token_ids`.
         weights: `step_weights(model)`, made before the loop; None for none.
+        rows_per_source: Consecutive rows of `token_ids` per row of `source`, from
+            `repeat_for_rows`; above 1 only for a model that `shares_sources`.
 
     Returns:
         `(logits, cache)`: float32 logits `[batch, vocabulary_size]` of the token at position
         `index + 1` and the updated cache.
     """
     extra = {} if weights is None else {"step_weights": weights}
+    if rows_per_source != 1:
+        extra["rows_per_source"] = rows_per_source
     return model.decode_step(
         token_ids,
         source.encoder_outputs,
@@ -235,9 +273,12 @@ def search_cache(
     A model with `growing_cache` (`Seq2SeqTransformer`) gets one unless the search is compiled
     with XLA: a step then attends to, and beam search reorders, only the positions decoded so
     far, not all `width` of them. Under XLA, where shapes must not change, and for a model
-    without it, the cache is `model.initial_cache(rows, width)`. Nothing here can tell whether
-    the caller compiles with XLA, so the caller says so: every decoder takes `jit_compile` and
-    passes it down (`compiled_search` passes its own).
+    without it, the cache is `model.initial_cache(rows, width)`. The caller says whether it
+    compiles with XLA: every decoder takes `jit_compile` and passes it down (`compiled_search`
+    passes its own). A caller that compiles with XLA but says False would trace a loop whose
+    cache grows, which XLA rejects only when it compiles ("Input and output shapes of loop body
+    do not match"); that is caught here, before the loop is traced, with an error that names
+    the fix.
 
     Args:
         model: The model.
@@ -247,14 +288,36 @@ def search_cache(
 
     Returns:
         A `SearchCache`.
+
+    Raises:
+        ValueError: If `jit_compile` is False but the graph being traced is compiled with XLA
+            (a `tf.function(jit_compile=True)` or a function called inside one).
     """
-    if hasattr(model, "growing_cache") and not jit_compile:
+    if cache_grows(model, jit_compile):
+        _check_not_in_xla()
         cache = model.growing_cache(rows)
         return SearchCache(
             cache, tf.nest.map_structure(lambda t: tf.TensorShape([None] * t.shape.rank), cache)
         )
     cache = model.initial_cache(rows, width)
     return SearchCache(cache, tf.nest.map_structure(lambda t: t.shape, cache))
+
+
+def cache_grows(model: StepModel, jit_compile: bool) -> bool:
+    """Whether a search gets `model.growing_cache` (see `search_cache`): its shapes may change."""
+    return hasattr(model, "growing_cache") and not jit_compile
+
+
+def _check_not_in_xla() -> None:
+    """Raises the error that names the fix when an XLA-compiled search asked for a growing cache."""
+    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+        raise ValueError(
+            "This search is being traced for XLA (tf.function(jit_compile=True)) but was called "
+            "with jit_compile=False, so its cache would grow at every step, which XLA cannot "
+            "compile. Pass jit_compile=True to the decoder too (greedy_decode, beam_search, "
+            "diverse_beam_search, sample_decode, Search.decode, decode_experts...), as in "
+            "tf.function(lambda s: greedy_decode(model, s, jit_compile=True), jit_compile=True)."
+        )
 
 
 def loop_shape_invariants(loop_variables: tuple, cache: SearchCache) -> tuple:
@@ -296,12 +359,19 @@ def decode_token_by_token(
     width: int,
     choose: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],
     jit_compile: bool = False,
+    drop_stopped_rows: bool = False,
 ) -> TokenByTokenOutput:
     """Extends every row by one chosen token per step, from BOS, until EOS or its length limit.
 
     The loop of greedy search and sampling: they differ only in `choose`. A row stops after its
     EOS or when it reaches `source.max_lengths` (then without EOS); the loop stops as soon as
     every row has stopped. Shapes are static, so it runs eagerly, in `tf.function` and under XLA.
+
+    With `drop_stopped_rows`, where the cache grows (outside XLA, for a model with
+    `growing_cache`: the loop's shapes may change), a row that stops leaves the batch: later
+    steps decode only the rows still going, so a batch's short sentences cost no work while its
+    longest one finishes (`_decode_rows_still_going`; a batch of one row takes the loop over
+    every row, which saves it the gathers).
 
     Args:
         model: The model.
@@ -310,10 +380,34 @@ def decode_token_by_token(
         choose: `choose(step, logits, log_scores) -> int32 [rows]`, the next token of every
             row from the step's float32 logits and `model.head.log_scores` of them.
         jit_compile: Whether the caller compiles this with XLA (see `search_cache`).
+        drop_stopped_rows: Whether to decode only the rows still going; `choose` must then
+            choose each row's token from that row's scores alone (greedy search's argmax, not
+            sampling, whose noise is drawn for the whole batch), and the model decode each
+            row from its own token, cache and source alone, as a real model does. Ignored
+            where the cache is fixed.
 
     Returns:
         A `TokenByTokenOutput`.
     """
+    if not (drop_stopped_rows and cache_grows(model, jit_compile)):
+        return _decode_every_row(model, source, width, choose, jit_compile)
+    # One row has none to drop: the loop over every row spares it the gathers, a few percent of
+    # a step at batch 1.
+    return tf.cond(
+        tf.shape(source.max_lengths)[0] > 1,
+        lambda: _decode_rows_still_going(model, source, width, choose),
+        lambda: _decode_every_row(model, source, width, choose, jit_compile),
+    )
+
+
+def _decode_every_row(
+    model: StepModel,
+    source: EncodedSource,
+    width: int,
+    choose: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],
+    jit_compile: bool,
+) -> TokenByTokenOutput:
+    """`decode_token_by_token`, each step decoding every row, stopped ones too (fixed shapes)."""
     rows = tf.shape(source.max_lengths)[0]
     weights = step_weights(model)
 
@@ -352,3 +446,65 @@ def decode_token_by_token(
         maximum_iterations=width,
     )
     return TokenByTokenOutput(ids=tf.transpose(ids), lengths=lengths, scores=scores)
+
+
+def _decode_rows_still_going(
+    model: StepModel,
+    source: EncodedSource,
+    width: int,
+    choose: Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor],
+) -> TokenByTokenOutput:
+    """`decode_token_by_token`, each step decoding only the rows that have not stopped.
+
+    The loop keeps the still-going rows' tokens, source and cache, and `going`, their rows in
+    the output; after each step it gathers those of the rows that go on. Every row's tokens,
+    scores and length are those of the loop over every row: each row's step reads only that
+    row's tokens, cache and source.
+    """
+    rows = tf.shape(source.max_lengths)[0]
+    weights = step_weights(model)
+
+    def keep_going(step, going, *_):
+        return tf.logical_and(step < width, tf.size(going) > 0)
+
+    def body(step, going, tokens, source, cache, ids, lengths, scores):
+        logits, cache = decode_step(model, source, tokens, cache, step, weights)
+        log_scores = model.head.log_scores(logits)
+        chosen = choose(step, logits, log_scores)
+        at = going[:, tf.newaxis]
+        ids = tf.tensor_scatter_nd_update(
+            ids, tf.stack([going, tf.fill(tf.shape(going), step)], axis=1), chosen
+        )
+        lengths = tf.tensor_scatter_nd_add(lengths, at, tf.ones_like(chosen))
+        scores = tf.tensor_scatter_nd_add(scores, at, tf.gather(log_scores, chosen, batch_dims=1))
+        goes_on = tf.logical_and(tf.not_equal(chosen, EOS_ID), step + 1 < source.max_lengths)
+        kept = tf.reshape(tf.where(goes_on), [-1])
+        going, tokens, source, cache = tf.nest.map_structure(
+            lambda t: tf.gather(t, kept), (going, chosen, source, cache)
+        )
+        return step + 1, going, tokens, source, cache, ids, lengths, scores
+
+    cache = search_cache(model, rows, width)
+    loop_variables = (
+        tf.constant(0),
+        tf.range(rows),
+        tf.fill([rows], tf.constant(BOS_ID, tf.int32)),
+        source,
+        cache.cache,
+        tf.zeros([rows, width], tf.int32),
+        tf.zeros([rows], tf.int32),
+        tf.zeros([rows], tf.float32),
+    )
+    invariants = loop_shape_invariants(loop_variables, cache)
+    # The rows still going shrink in number: every tensor of theirs has an unknown first axis.
+    invariants = (
+        invariants[:1]
+        + tf.nest.map_structure(
+            lambda shape: tf.TensorShape([None]).concatenate(shape[1:]), invariants[1:5]
+        )
+        + invariants[5:]
+    )
+    _, _, _, _, _, ids, lengths, scores = tf.while_loop(
+        keep_going, body, loop_variables, shape_invariants=invariants, maximum_iterations=width
+    )
+    return TokenByTokenOutput(ids=ids, lengths=lengths, scores=scores)

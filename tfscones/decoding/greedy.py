@@ -81,5 +81,7 @@ def greedy_decode(
         del step, log_scores
         return tf.argmax(logits, axis=-1, output_type=tf.int32)
 
-    output = common.decode_token_by_token(model, source, width, choose, jit_compile)
+    output = common.decode_token_by_token(
+        model, source, width, choose, jit_compile, drop_stopped_rows=True
+    )
     return GreedyOutput(ids=output.ids, lengths=output.lengths, scores=output.scores)

@@ -45,6 +45,12 @@ class StepModel(Protocol):
     decoding loop and passed to every step as `decode_step(..., step_weights=...)`
     (`tfscones.decoding.common.step_weights`).
 
+    Optionally, last, its `decode_step` takes a static int `rows_per_source`: the encoder's
+    tensors then hold one row per sentence, which serves that many consecutive rows of
+    `token_ids` and `cache` (beam search's beams), so that a sentence's cross-attention is read
+    once for all its beams (`tfscones.decoding.common.repeat_for_rows`). A model without it gets
+    the encoder's tensors repeated to every row.
+
     Attributes:
         head: The `tfscones.heads.OutputHead` whose `log_scores` rank and score tokens.
         max_sequence_length: The default number of output positions (the decoding cache's

@@ -237,21 +237,22 @@ def layer_weights(layer, dtype) -> LayerWeights:
 
 
 def _attend(query, keys, values, visible, scale: float) -> tf.Tensor:
-    """Scaled dot-product attention of one query per row and head, as keras's.
+    """Scaled dot-product attention of a row's queries per head, as keras's.
 
     Logits are float32 (or wider), scaled after the product, masked to a large negative value and
     normalised in float32; the probabilities take the keys' dtype before weighting the values,
     as `keras.ops.dot_product_attention` computes them.
 
     Args:
-        query: `[rows, heads, 1, head_dim]`.
+        query: `[rows, heads, queries, head_dim]` (one query per row, or the queries of the rows
+            that share a source).
         keys: `[rows, heads, positions, head_dim]`.
         values: `[rows, heads, positions, head_dim]`.
-        visible: None, or bool broadcastable to `[rows, heads, 1, positions]`.
+        visible: None, or bool broadcastable to `[rows, heads, queries, positions]`.
         scale: The factor of the logits, `head_dim ** -0.5`.
 
     Returns:
-        `[rows, heads, 1, head_dim]`.
+        `[rows, heads, queries, head_dim]`.
     """
     logits = tf.matmul(query, keys, transpose_b=True)
     if logits.dtype != tf.float64:
@@ -281,11 +282,28 @@ def _self_attention(attention, weights: LayerWeights, x, keys, values, slots):
     return weights.self_output(_merge_heads(heads)), keys, values
 
 
-def _cross_attention(attention, weights: LayerWeights, x, cross_keys, cross_values, visible):
+def _cross_attention(
+    attention, weights: LayerWeights, x, cross_keys, cross_values, visible, rows_per_source: int
+):
+    """The cross-attention block's attention output, `[rows, hidden]`.
+
+    With `rows_per_source` > 1 the keys and values hold one row per source, which serves that
+    many consecutive rows of `x` (the beams of a sentence): the rows' queries are grouped per
+    source, `[sources, heads, rows_per_source, head_dim]`, so that each source's keys and values
+    are read once for all of its rows rather than tiled to every row.
+    """
     num_heads, head_dim = attention._num_heads, attention._key_dim
-    query = _split_heads(weights.cross_query(x), num_heads, head_dim)
-    heads = _attend(query, cross_keys, cross_values, visible, head_dim**-0.5)
-    return weights.cross_output(_merge_heads(heads))
+    scale = head_dim**-0.5
+    query = weights.cross_query(x)
+    if rows_per_source == 1:
+        heads = _attend(
+            _split_heads(query, num_heads, head_dim), cross_keys, cross_values, visible, scale
+        )
+        return weights.cross_output(_merge_heads(heads))
+    query = tf.reshape(query, [-1, rows_per_source, num_heads, head_dim])
+    heads = _attend(tf.transpose(query, [0, 2, 1, 3]), cross_keys, cross_values, visible, scale)
+    heads = tf.transpose(heads, [0, 2, 1, 3])
+    return weights.cross_output(tf.reshape(heads, [-1, num_heads * head_dim]))
 
 
 def _block_input(norm: NormWeights, normalize_first: bool, x: tf.Tensor) -> tf.Tensor:
@@ -337,6 +355,7 @@ def decoder_layer_step(
     source_visible: tf.Tensor,
     slots: SelfAttentionSlots | None = None,
     weights: LayerWeights | None = None,
+    rows_per_source: int = 1,
 ) -> LayerStep:
     """`layer` at one new position of every row, from the keys and values of earlier ones.
 
@@ -348,11 +367,14 @@ def decoder_layer_step(
         keys: Self-attention keys `[rows, heads, positions, head_dim]`: the filled prefix, or the
             fixed slots that `slots` describes.
         values: Self-attention values, like `keys`.
-        cross_keys: Keys over the encoder outputs, `[rows, heads, source_length, head_dim]`.
+        cross_keys: Keys over the encoder outputs, `[sources, heads, source_length, head_dim]`,
+            where `sources = rows / rows_per_source`.
         cross_values: Values over the encoder outputs, like `cross_keys`.
-        source_visible: bool `[rows, 1, 1, source_length]`, True at real source tokens.
+        source_visible: bool `[sources, 1, 1, source_length]`, True at real source tokens.
         slots: None for a filled prefix, else where to write and which slots to read.
         weights: `layer_weights(layer, x.dtype)`; computed here if None.
+        rows_per_source: How many consecutive rows share each source row of `cross_keys`,
+            `cross_values` and `source_visible` (a static int; the beams of a sentence).
 
     Returns:
         A `LayerStep`.
@@ -378,6 +400,7 @@ def decoder_layer_step(
             cross_keys,
             cross_values,
             source_visible,
+            rows_per_source,
         )
         x = _block_output(weights.cross_norm, pre_norm, x, attended)
     with tf.name_scope("feedforward"):

@@ -256,6 +256,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         index,
         cross_attention_cache=None,
         step_weights=None,
+        rows_per_source: int = 1,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """`Seq2SeqTransformer.decode_step`, where the token at index 0 may be an expert.
 
@@ -272,6 +273,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
                 `[batch]`, one per row.
             cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`.
             step_weights: Optional `step_weights()`.
+            rows_per_source: As in `Seq2SeqTransformer.decode_step`.
 
         Returns:
             `(logits, cache)`, as `Seq2SeqTransformer.decode_step`.
@@ -287,6 +289,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
             index,
             cross_attention_cache=cross_attention_cache,
             step_weights=step_weights,
+            rows_per_source=rows_per_source,
         )
 
     def _expert_loss_object(self) -> keras.losses.Loss:

@@ -423,6 +423,7 @@ class Seq2SeqTransformer(keras.Model):
         index,
         cross_attention_cache=None,
         step_weights: StepWeights | None = None,
+        rows_per_source: int = 1,
     ) -> tuple[tf.Tensor, tf.Tensor | GrowingCache]:
         """Logits of the next token after the target token at position `index`, using the cache.
 
@@ -440,6 +441,11 @@ class Seq2SeqTransformer(keras.Model):
         - `growing_cache(batch)`: exactly the positions before `index` (a scalar); the step
           appends position `index`, so its cost grows with the positions decoded so far.
 
+        A search that decodes several rows per sentence (beam search's beams) may pass the
+        encoder's tensors once per sentence, `rows_per_source` rows each: each sentence's
+        cross-attention keys and values are then read once for all of its rows, as one matrix
+        product, rather than tiled to every row.
+
         Args:
             token_ids: int `[batch]` (or `[batch, 1]`), the target token at position `index`.
             encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
@@ -452,6 +458,9 @@ class Seq2SeqTransformer(keras.Model):
                 recomputing the encoder's keys and values at every step.
             step_weights: Optional `step_weights()`, computed once before a decoding loop, so
                 that its steps do not transpose the output projection again.
+            rows_per_source: A static int: row `r` of `token_ids` and `cache` decodes source
+                row `r // rows_per_source` of `encoder_outputs`, `source_padding_mask` and
+                `cross_attention_cache`, which have `1 / rows_per_source` as many rows.
 
         Returns:
             `(logits, cache)`: float32 logits `[batch, vocabulary_size]` and the cache, of the
@@ -495,6 +504,7 @@ class Seq2SeqTransformer(keras.Model):
                     source_visible,
                     slots,
                     layer_weights(layer, dtype),
+                    rows_per_source,
                 )
             x = step.outputs
             keys_and_values.append((step.keys, step.values))

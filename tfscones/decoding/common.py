@@ -26,7 +26,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import tensorflow as tf
-from tensorflow.python.ops import control_flow_util
+
+try:  # private, so only for an early error message; without it XLA's own error remains
+    from tensorflow.python.ops.control_flow_util import GraphOrParentsInXlaContext
+except ImportError:  # pragma: no cover - a TensorFlow that moved it
+    GraphOrParentsInXlaContext = None
 
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
@@ -310,7 +314,9 @@ def cache_grows(model: StepModel, jit_compile: bool) -> bool:
 
 def _check_not_in_xla() -> None:
     """Raises the error that names the fix when an XLA-compiled search asked for a growing cache."""
-    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+    if GraphOrParentsInXlaContext is None:
+        return
+    if GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
         raise ValueError(
             "This search is being traced for XLA (tf.function(jit_compile=True)) but was called "
             "with jit_compile=False, so its cache would grow at every step, which XLA cannot "

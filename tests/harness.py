@@ -173,3 +173,18 @@ def sort_based_entmax_threshold(logits, alpha: float) -> tuple[np.ndarray, np.nd
         candidates = mean - np.sqrt(np.maximum((1.0 - ranks * variance) / ranks, 0.0))
     support = (candidates <= ordered).sum(-1)[..., None]
     return scaled, np.take_along_axis(candidates, support - 1, -1)
+
+
+class RowCounting:
+    """A real model that records how many rows each of its (eager) decoder steps decodes."""
+
+    def __init__(self, model):
+        self._model = model
+        self.rows = []
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def decode_step(self, token_ids, *args, rows_per_source=1, **kwargs):
+        self.rows.append(int(tf.size(token_ids)))
+        return self._model.decode_step(token_ids, *args, rows_per_source=rows_per_source, **kwargs)

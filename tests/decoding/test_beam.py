@@ -365,21 +365,6 @@ def test_the_search_loop_takes_the_blockwise_top_k_of_a_large_vocabulary(monkeyp
     np.testing.assert_array_equal(found.scores.numpy(), expected.scores.numpy())
 
 
-class RowCounting:
-    """A real model that records how many rows each of its (eager) decoder steps decodes."""
-
-    def __init__(self, model):
-        self._model = model
-        self.rows = []
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def decode_step(self, token_ids, *args, rows_per_source=1, **kwargs):
-        self.rows.append(int(tf.size(token_ids)))
-        return self._model.decode_step(token_ids, *args, rows_per_source=rows_per_source, **kwargs)
-
-
 @pytest.mark.parametrize("head", ["softmax", "entmax15"])
 @pytest.mark.parametrize("num_groups", [1, 2])
 def test_done_sentences_leave_the_batch_and_the_search_is_the_same(head, num_groups):
@@ -398,7 +383,7 @@ def test_done_sentences_leave_the_batch_and_the_search_is_the_same(head, num_gro
             max_length_b=0.0,
         )
 
-    counting = RowCounting(model)
+    counting = harness.RowCounting(model)
     found, expected = search(counting), search(FixedCacheOnly(model))
     # Sentences were done at different steps and left the batch then, with all their beams.
     assert counting.rows[0] == 6 * 4 and counting.rows[-1] < counting.rows[0]

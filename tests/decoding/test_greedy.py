@@ -225,22 +225,7 @@ def test_xla_and_graph_decoding_agree():
     np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), rtol=1e-4, atol=1e-4)
 
 
-class RowCounting:
-    """A real model that records how many rows each of its (eager) decoder steps decodes."""
-
-    def __init__(self, model):
-        self._model = model
-        self.rows = []
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def decode_step(self, token_ids, *args, **kwargs):
-        self.rows.append(int(tf.size(token_ids)))
-        return self._model.decode_step(token_ids, *args, **kwargs)
-
-
-class FixedCacheOnly(RowCounting):
+class FixedCacheOnly(harness.RowCounting):
     """Without `growing_cache`: the decoder keeps every row to the end, as it did before."""
 
     def __getattr__(self, name):
@@ -253,7 +238,7 @@ class FixedCacheOnly(RowCounting):
 def test_stopped_rows_leave_the_batch_and_the_output_is_the_same(head):
     model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=10, eos_bias=2.0)
     source = np.concatenate([REAL_SOURCE, REAL_SOURCE[::-1], REAL_SOURCE[:1]])
-    dropping, keeping = RowCounting(model), FixedCacheOnly(model)
+    dropping, keeping = harness.RowCounting(model), FixedCacheOnly(model)
     found, expected = greedy_decode(dropping, source), greedy_decode(keeping, source)
     # Rows stopped at different steps (an EOS or the length limit), and left the batch then.
     assert len(set(found.lengths.numpy())) > 1

@@ -19,7 +19,7 @@ Sorting (or bisecting over) the full vocabulary is the costly step. Sparsemax an
 find τ without any sort: the logits are cut into blocks of √(8·`top_k`) consecutive entries
 (`logit_blocks`), the threshold of the block maxima bounds τ from below, and only the blocks
 whose maximum lies above that bound can hold the support; up to √(8·`top_k`) of them are moved
-to the front of the row (`candidate_logits`, a running count and a binary search). There
+to the front of the row (`candidate_logits`, running counts by triangular products). There
 `newton_threshold` finds and certifies τ, and every block left out must have its maximum at or
 below τ: then every logit of the support was kept and τ is exact. Otherwise sparsemax and
 entmax-1.5 run Newton's method over all logits from the same bound, a few passes, and
@@ -160,10 +160,9 @@ def newton_threshold(
     Martins & Astudillo 2016, eq. 5-6; Peters et al. 2019, Alg. 2; for entmax-1.5 the smaller
     root of the quadratic, written without cancellation). If {i : x_i > τ_S} = S as
     well, then g(τ_S) = 1, so τ_S is the threshold, exactly as the sort-based algorithm would
-    find it. A row keeps the first certified τ_S. For entmax-1.5 that
-    candidate is computed relative to t, so when t is far below τ (hundreds of nearly equal
-    logits) it carries float32 cancellation of order 1e-6; `entmax_statistics` refines it on the
-    certified support.
+    find it. A row keeps the first certified τ_S. For entmax-1.5 that candidate is computed
+    relative to t, so when t is far below τ (hundreds of nearly equal logits) it carries float32
+    cancellation of order 1e-6; `entmax_statistics` refines it on the certified support.
 
     Args:
         logits: float32 logits `[..., V]`, any order.
@@ -399,12 +398,16 @@ def _support_statistics(values, alpha, n_iter):
     probabilities = _unnormalised_from_threshold(values, tau, alpha)
     if not _is_sort_based(alpha):
         probabilities /= tf.reduce_sum(probabilities, axis=-1, keepdims=True)
-    statistics = (
+    return _statistics_of(values, tau, probabilities, alpha), support_size
+
+
+def _statistics_of(values, tau, probabilities, alpha):
+    """`(τ, Σ p_j z_j, Σ p_j^α)` of probabilities on the simplex, each `[..., 1]`."""
+    return (
         tau,
         tf.reduce_sum(probabilities * values, axis=-1, keepdims=True),
         tf.reduce_sum(_power(probabilities, alpha), axis=-1, keepdims=True),
     )
-    return statistics, support_size
 
 
 def entmax_statistics(
@@ -478,11 +481,7 @@ def _bisection_statistics(logits, alpha):
     tau, _ = _bisection_threshold((alpha - 1.0) * logits, alpha, FALLBACK_BISECTION_STEPS)
     probabilities = _unnormalised_from_threshold(logits, tau, alpha)
     probabilities /= tf.reduce_sum(probabilities, axis=-1, keepdims=True)
-    return (
-        tau,
-        tf.reduce_sum(probabilities * logits, axis=-1, keepdims=True),
-        tf.reduce_sum(_power(probabilities, alpha), axis=-1, keepdims=True),
-    )
+    return _statistics_of(logits, tau, probabilities, alpha)
 
 
 def partial_sort_sizes(top_k: int, vocab_size: int) -> list[int]:

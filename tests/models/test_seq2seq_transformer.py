@@ -211,14 +211,16 @@ def test_summary_lists_every_layer():
     assert f"{model.count_params():,}" in text
 
 
-@pytest.mark.parametrize("overrides", [{}, {"normalize_first": True, "tie_embeddings": True}])
-def test_rows_at_their_own_positions_step_like_the_full_forward_pass(overrides):
-    """Rows stepped at different positions from one cache: the logits of teacher forcing.
+POSITIONS = np.array([2, 5, 0], np.int32)
 
-    Each row's positions from its own on hold noise, which the step must neither attend to
-    nor leave at the row's position.
+
+def _noisy_cache_after_teacher_forcing(model):
+    """Teacher forcing's logits, the source tensors, the cache, and the cache with noise.
+
+    Returns:
+        `(logits, (encoder outputs, mask, cross cache), cache, noisy cache)`, the noise at
+        each row's positions from `POSITIONS[row]` on.
     """
-    model = harness.small_model(VOCAB, "softmax", **overrides)
     full = model(INPUTS, training=False).numpy()
     encoder_outputs, padding_mask = model.encode(SOURCE)
     cross_cache = model.cross_attention_cache(encoder_outputs)
@@ -227,18 +229,49 @@ def test_rows_at_their_own_positions_step_like_the_full_forward_pass(overrides):
         _, cache = model.decode_step(
             TARGET_IN[:, t], encoder_outputs, padding_mask, cache, t, cross_cache
         )
-    positions = np.array([2, 5, 0], np.int32)
-    later = np.arange(8)[None, :] >= positions[:, None]
+    later = np.arange(8)[None, :] >= POSITIONS[:, None]
     noise = np.random.default_rng(0).normal(size=cache.shape).astype(np.float32)
     noisy_cache = np.where(later[:, None, None, None, :, None], noise, cache.numpy())
-    tokens = TARGET_IN[np.arange(3), positions]
+    return full, (encoder_outputs, padding_mask, cross_cache), cache, noisy_cache
+
+
+@pytest.mark.parametrize("overrides", [{}, {"normalize_first": True, "tie_embeddings": True}])
+def test_rows_at_their_own_positions_step_like_the_full_forward_pass(overrides):
+    """Rows stepped at different positions from one cache: the logits of teacher forcing.
+
+    Each row's positions from its own on hold noise, which the step must neither attend to
+    nor leave at the row's position.
+    """
+    model = harness.small_model(VOCAB, "softmax", **overrides)
+    full, source, cache, noisy_cache = _noisy_cache_after_teacher_forcing(model)
+    tokens = TARGET_IN[np.arange(3), POSITIONS]
+    encoder_outputs, padding_mask, cross_cache = source
     logits, stepped_cache = model.decode_step(
-        tokens, encoder_outputs, padding_mask, noisy_cache, tf.constant(positions), cross_cache
+        tokens, encoder_outputs, padding_mask, noisy_cache, tf.constant(POSITIONS), cross_cache
     )
-    np.testing.assert_allclose(logits.numpy(), full[np.arange(3), positions], atol=1e-4)
-    for row, position in enumerate(positions):
+    np.testing.assert_allclose(logits.numpy(), full[np.arange(3), POSITIONS], atol=1e-4)
+    for row, position in enumerate(POSITIONS):
         np.testing.assert_allclose(
             stepped_cache[row, :, :, :, : position + 1].numpy(),
             cache[row, :, :, :, : position + 1].numpy(),
             atol=1e-5,
         )
+
+
+@pytest.mark.parametrize("overrides", [{}, {"normalize_first": True, "tie_embeddings": True}])
+def test_rows_stepped_on_their_prefixes_give_teacher_forcing_and_their_own_entries(overrides):
+    """A `PrefixCache` of each row's positions (noise after them): the logits of teacher
+    forcing, and the keys and values of the row's own position, as the full cache holds them."""
+    model = harness.small_model(VOCAB, "softmax", **overrides)
+    full, source, cache, noisy_cache = _noisy_cache_after_teacher_forcing(model)
+    # Entries `[rows, slots, layers, 2, heads, head_dim]`, as exact search pools them.
+    prefixes = model.prefix_cache(tf.transpose(noisy_cache, [0, 4, 1, 2, 3, 5]))
+    tokens = TARGET_IN[np.arange(3), POSITIONS]
+    encoder_outputs, padding_mask, cross_cache = source
+    logits, own_position = model.decode_step(
+        tokens, encoder_outputs, padding_mask, prefixes, tf.constant(POSITIONS), cross_cache
+    )
+    np.testing.assert_allclose(logits.numpy(), full[np.arange(3), POSITIONS], atol=1e-4)
+    entries = model.prefix_entries(own_position).numpy()
+    expected = cache.numpy()[np.arange(3), :, :, :, POSITIONS]
+    np.testing.assert_allclose(entries, expected, atol=1e-5)

@@ -9,20 +9,20 @@ hypothesis as its lower bound, so it never returns anything worse than beam sear
 expands a prefix's best-scoring child first, so that good translations, and with them tight bounds,
 are found early.
 
-The search space is the one every decoder here searches (see `tfscones.decoding.common`): the
-token sequences that end with EOS within the sentence's length limit, plus those that reach the
-limit without EOS. A state is one expanded prefix, and it costs one cached decoder step: the
-prefix's last token goes through `model.decode_step` at its position, attending to its parent's
-cached keys and values, which gives the scores of its children and its own keys and values at
-that position. An expanded prefix whose children are still to be tried (a frame) keeps its cache
-in a pool with one slot per position: a frame's cache is the list of its positions' slots, shared
-with its descendants, so a frame costs one position of memory, and a slot is freed once no frame
-holds it. Sentences search side by side, and up to `rows_per_call` states, of many frames and
-sentences and so at different positions, take one batched step (`decode_step` with a position per
-row); a sentence left with few others expands several of its prefixes per step. A sentence stops,
-marked incomplete, when it has expanded `state_budget` prefixes (the paper's 1M); its answer is
-then the best found so far, which is no longer guaranteed optimal (the paper's Table 7 reports how
-often this happens).
+The search space is the one every decoder here searches (see `tfscones.decoding.common`): the token
+sequences that end with EOS within the sentence's length limit, plus those that reach the limit
+without EOS. A state is one expanded prefix, and it costs one cached decoder step: the prefix's
+last token goes through `model.decode_step` at its position, attending to its parent's cached keys
+and values, which gives the scores of its children and its own keys and values at that position. An
+expanded prefix whose children are still to be tried (a frame) keeps its cache in a pool with one
+slot per position: a frame's cache is the list of its positions' slots, shared with its
+descendants, so a frame costs one position of memory, and a slot is freed once no frame holds it.
+Sentences search side by side, and up to `rows_per_call` states, of many frames and sentences and
+so at different positions, take one batched step (`decode_step` with a position per row, on each
+row's prefix where the model has a `prefix_cache`); a sentence left with few others expands several
+of its prefixes per step. A sentence stops, marked incomplete, when it has expanded `state_budget`
+prefixes (the paper's 1M); its answer is then the best found so far, which is no longer guaranteed
+optimal (the paper's Table 7 reports how often this happens).
 """
 
 from __future__ import annotations
@@ -503,16 +503,20 @@ def _cached_step(model: StepModel):
     row's cache from the pool's `entries` (`parent_slots`, padded with slot 0, holds at least
     `positions + 1` columns), its sentence's source tensors, steps `tokens` at `positions`,
     writes each row's new entry to its slot in `entries`, and returns the head's log scores.
-    Made once per model.
+    A model with `prefix_cache` (`Seq2SeqTransformer`) steps on its `PrefixCache`, which returns
+    the new entries alone; any other model on an `initial_cache`-shaped cache, from which the
+    new entries are read back. Made once per model.
     """
 
     def build(model_ref):
         layout = _CacheLayout.of(model_ref())
+        prefixes = hasattr(model_ref(), "prefix_cache")
 
         @tf.function(reduce_retracing=True)
         def step(entries, source, sentences, parent_slots, positions, tokens, slots):
             model = model_ref()
-            cache = layout.cache(tf.gather(entries, parent_slots))
+            parent_entries = tf.gather(entries, parent_slots)
+            cache = model.prefix_cache(parent_entries) if prefixes else layout.cache(parent_entries)
             encoder_outputs, padding_mask, cross_attention_cache = tf.nest.map_structure(
                 lambda tensor: tf.gather(tensor, sentences), source
             )
@@ -524,7 +528,11 @@ def _cached_step(model: StepModel):
                 positions,
                 cross_attention_cache=cross_attention_cache,
             )
-            entries.scatter_update(tf.IndexedSlices(layout.entries_at(cache, positions), slots))
+            if prefixes:
+                new_entries = model.prefix_entries(cache)
+            else:
+                new_entries = layout.entries_at(cache, positions)
+            entries.scatter_update(tf.IndexedSlices(new_entries, slots))
             return model.head.log_scores(logits)
 
         return step

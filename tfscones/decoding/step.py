@@ -45,6 +45,13 @@ class StepModel(Protocol):
     decoding loop and passed to every step as `decode_step(..., step_weights=...)`
     (`tfscones.decoding.common.step_weights`).
 
+    Optionally, too, a model has `prefix_cache(entries)` and `prefix_entries(cache)`: a cache
+    of each row's own prefix, from the rows' positions of `initial_cache` entries, on which
+    `decode_step` (an `index` per row) returns the keys and values of the rows' own positions
+    alone, and those as entries (`tfscones.models.seq2seq_transformer.PrefixCache`). Exact
+    search then gathers each prefix's positions once and copies no cache back
+    (`tfscones.decoding.exact`).
+
     Optionally, last, its `decode_step` takes a static int `rows_per_source`: the encoder's
     tensors then hold one row per sentence, which serves that many consecutive rows of
     `token_ids` and `cache` (beam search's beams), so that a sentence's cross-attention is read

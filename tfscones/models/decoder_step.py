@@ -16,6 +16,9 @@ The self-attention keys and values of earlier positions come in two forms:
 - fixed slots (`SelfAttentionSlots`): a preallocated cache of every position; the step writes
   its keys and values at each row's position and attends to the slots up to it. Shapes never
   change, so this form runs under XLA, and rows may be at different positions (exact search).
+- row prefixes (`PrefixSlots`): each row's earlier positions in its first slots, the rest
+  padding; the step attends to them and to its own keys and values, which it returns alone
+  instead of writing them into a copy of the cache (exact search keeps positions itself).
 """
 
 from __future__ import annotations
@@ -48,6 +51,22 @@ class SelfAttentionSlots(NamedTuple):
         written = tf.equal(slot_ids, positions)[:, tf.newaxis, :, tf.newaxis]
         visible = tf.less_equal(slot_ids, positions)[:, tf.newaxis, tf.newaxis, :]
         return cls(written=written, visible=visible)
+
+
+class PrefixSlots(NamedTuple):
+    """Which slots of each row's prefix a step reads; its own position is not among them.
+
+    Attributes:
+        visible: bool `[rows, 1, 1, slots]`, True at the row's positions before its own.
+    """
+
+    visible: tf.Tensor
+
+    @classmethod
+    def before(cls, positions: tf.Tensor, slots: tf.Tensor | int) -> PrefixSlots:
+        """The slots before each row's position (int32 `[rows]`) in prefixes of `slots` slots."""
+        slot_ids = tf.range(slots, dtype=tf.int32)[tf.newaxis, :]
+        return cls(tf.less(slot_ids, positions[:, tf.newaxis])[:, tf.newaxis, tf.newaxis, :])
 
 
 class Projection(NamedTuple):
@@ -264,12 +283,54 @@ def _attend(query, keys, values, visible, scale: float) -> tf.Tensor:
     return tf.matmul(probabilities, values)
 
 
+def _attend_prefix_and_own(query, keys, values, own_keys, own_values, visible, scale: float):
+    """`_attend` over a row's prefix (`visible` slots of `keys`, `values`) and its own position.
+
+    The same scaled dot-product attention as `_attend` over the prefix with the own position
+    written in, without the copy of the cache that writing it takes: the own position's logit
+    is computed apart and joins the prefix's logits in one softmax.
+
+    Args:
+        query: `[rows, heads, 1, head_dim]`.
+        keys: The prefixes' keys `[rows, heads, slots, head_dim]`.
+        values: Likewise, the values.
+        own_keys: The step's own keys `[rows, heads, 1, head_dim]`.
+        own_values: Likewise, its values.
+        visible: bool `[rows, 1, 1, slots]`, True at each row's prefix positions.
+        scale: The factor of the logits, `head_dim ** -0.5`.
+
+    Returns:
+        `[rows, heads, 1, head_dim]`.
+    """
+    logits = tf.concat(
+        [
+            tf.where(visible, tf.matmul(query, keys, transpose_b=True), _MASKED_LOGIT),
+            tf.matmul(query, own_keys, transpose_b=True),
+        ],
+        axis=-1,
+    )
+    if logits.dtype != tf.float64:
+        logits = tf.cast(logits, tf.float32)
+    probabilities = tf.cast(tf.nn.softmax(logits * scale, axis=-1), keys.dtype)
+    slots = tf.shape(keys)[2]
+    return tf.matmul(probabilities[..., :slots], values) + probabilities[..., slots:] * own_values
+
+
 def _self_attention(attention, weights: LayerWeights, x, keys, values, slots):
-    """The self-attention block's attention output and the keys and values after this position."""
+    """The self-attention block's attention output, and the keys and values it returns.
+
+    Those are the cache with this position's keys and values appended (`slots` None) or
+    written (`SelfAttentionSlots`), or this position's alone (`PrefixSlots`).
+    """
     num_heads, head_dim = attention._num_heads, attention._key_dim
     query = _split_heads(weights.query(x), num_heads, head_dim)
     new_keys = _split_heads(weights.key(x), num_heads, head_dim)
     new_values = _split_heads(weights.value(x), num_heads, head_dim)
+    if isinstance(slots, PrefixSlots):
+        heads = _attend_prefix_and_own(
+            query, keys, values, new_keys, new_values, slots.visible, head_dim**-0.5
+        )
+        return weights.self_output(_merge_heads(heads)), new_keys, new_values
     if slots is None:
         keys = tf.concat([keys, new_keys], axis=2)
         values = tf.concat([values, new_values], axis=2)
@@ -336,7 +397,8 @@ class LayerStep(NamedTuple):
 
     Attributes:
         outputs: `[rows, hidden]`, the layer's output at this position.
-        keys: `[rows, heads, positions, head_dim]`, the self-attention keys with this position's.
+        keys: `[rows, heads, positions, head_dim]`, the self-attention keys with this position's
+            (`[rows, heads, 1, head_dim]`, this position's alone, after `PrefixSlots`).
         values: Likewise, the values.
     """
 
@@ -353,7 +415,7 @@ def decoder_layer_step(
     cross_keys: tf.Tensor,
     cross_values: tf.Tensor,
     source_visible: tf.Tensor,
-    slots: SelfAttentionSlots | None = None,
+    slots: SelfAttentionSlots | PrefixSlots | None = None,
     weights: LayerWeights | None = None,
     rows_per_source: int = 1,
 ) -> LayerStep:
@@ -364,14 +426,15 @@ def decoder_layer_step(
     Args:
         layer: A built keras-hub `TransformerDecoder` with cross-attention.
         x: `[rows, hidden]`, the layer's input at the new position.
-        keys: Self-attention keys `[rows, heads, positions, head_dim]`: the filled prefix, or the
-            fixed slots that `slots` describes.
+        keys: Self-attention keys `[rows, heads, positions, head_dim]`: the filled prefix, the
+            fixed slots or the row prefixes that `slots` describes.
         values: Self-attention values, like `keys`.
         cross_keys: Keys over the encoder outputs, `[sources, heads, source_length, head_dim]`,
             where `sources = rows / rows_per_source`.
         cross_values: Values over the encoder outputs, like `cross_keys`.
         source_visible: bool `[sources, 1, 1, source_length]`, True at real source tokens.
-        slots: None for a filled prefix, else where to write and which slots to read.
+        slots: None for a filled prefix; else which slots to read (and, for fixed slots,
+            where to write).
         weights: `layer_weights(layer, x.dtype)`; computed here if None.
         rows_per_source: How many consecutive rows share each source row of `cross_keys`,
             `cross_values` and `source_visible` (a static int; the beams of a sentence).

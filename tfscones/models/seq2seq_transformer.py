@@ -16,6 +16,7 @@ from tfscones import heads
 from tfscones.data.id_checks import checked_examples
 from tfscones.data.preprocessing import padding_mask
 from tfscones.models.decoder_step import (
+    PrefixSlots,
     SelfAttentionSlots,
     cross_keys_and_values,
     decoder_layer_step,
@@ -39,6 +40,25 @@ class GrowingCache(NamedTuple):
     Attributes:
         layers: One `(keys, values)` pair per decoder layer, each
             `[rows, num_heads, positions, head_dim]`, at every position decoded so far.
+    """
+
+    layers: tuple[tuple[tf.Tensor, tf.Tensor], ...]
+
+
+class PrefixCache(NamedTuple):
+    """Each row's own prefix of self-attention keys and values, for rows at different positions.
+
+    Exact search steps prefixes of different lengths together, each from its parent's cached
+    positions: row `r` holds its positions `0..index[r]-1` in its first slots, and the slots
+    after them are never read. A `decode_step` on it attends to them and to its own position
+    and returns a `PrefixCache` of that position alone, `[rows, num_heads, 1, head_dim]` per
+    tensor, rather than a copy of the prefixes with it written in: the caller keeps positions
+    itself (exact search's pool). `Seq2SeqTransformer.prefix_cache` makes one from cache entries,
+    and `prefix_entries` turns a step's position back into entries.
+
+    Attributes:
+        layers: One `(keys, values)` pair per decoder layer, each
+            `[rows, num_heads, slots, head_dim]`.
     """
 
     layers: tuple[tuple[tf.Tensor, tf.Tensor], ...]
@@ -396,6 +416,42 @@ class Seq2SeqTransformer(keras.Model):
         empty = ops.zeros([batch_size, self.num_heads, 0, self.head_dim], self.compute_dtype)
         return GrowingCache(tuple((empty, empty) for _ in range(self.num_decoder_layers)))
 
+    def prefix_cache(self, entries: tf.Tensor) -> PrefixCache:
+        """The `PrefixCache` of rows whose positions are `entries`, one position per slot.
+
+        Args:
+            entries: `[rows, slots, num_decoder_layers, 2, num_heads, head_dim]`: row `r`'s
+                slot `s` is one position of one row of an `initial_cache` (axis 3: keys,
+                values), as exact search pools them.
+
+        Returns:
+            A `PrefixCache`, each tensor `[rows, num_heads, slots, head_dim]`.
+        """
+        rows, slots = tf.shape(entries)[0], tf.shape(entries)[1]
+        tensors = tf.reshape(
+            entries, [rows, slots, 2 * self.num_decoder_layers, self.num_heads, self.head_dim]
+        )
+        # Keys and values first: slicing the leading axis below takes no copy.
+        tensors = tf.transpose(tensors, [2, 0, 3, 1, 4])
+        return PrefixCache(
+            tuple((tensors[2 * i], tensors[2 * i + 1]) for i in range(self.num_decoder_layers))
+        )
+
+    @staticmethod
+    def prefix_entries(own_position: PrefixCache) -> tf.Tensor:
+        """The entries `[rows, layers, 2, heads, head_dim]` of a step's own position.
+
+        Args:
+            own_position: The `PrefixCache` a `decode_step` on a `PrefixCache` returns.
+        """
+        return tf.stack(
+            [
+                tf.stack([keys[:, :, 0], values[:, :, 0]], axis=1)
+                for keys, values in own_position.layers
+            ],
+            axis=1,
+        )
+
     def cross_attention_cache(self, encoder_outputs) -> tuple[tuple[tf.Tensor, tf.Tensor], ...]:
         """Keys and values of the decoder's attention over the encoder, computed once.
 
@@ -431,7 +487,7 @@ class Seq2SeqTransformer(keras.Model):
         `model(inputs, training=False)[:, t]`. Only position `index` is computed: the keys and
         values of earlier positions come from `cache`, and this position's are added to it.
 
-        Two kinds of cache:
+        Three kinds of cache:
         - `initial_cache(batch, max_length)`: one slot per position. Shapes do not depend on
           `index`, so the step runs in `tf.while_loop` and under XLA. `index` may also give
           every row its own position (exact search steps prefixes of different lengths
@@ -440,6 +496,9 @@ class Seq2SeqTransformer(keras.Model):
           `index[r]` is neither read nor changed.
         - `growing_cache(batch)`: exactly the positions before `index` (a scalar); the step
           appends position `index`, so its cost grows with the positions decoded so far.
+        - `prefix_cache(entries)`: each row's positions before its own `index[r]`; the step
+          returns its own position's keys and values alone (see `PrefixCache`), which spares
+          exact search the copies of every row's prefix that writing them in takes.
 
         A search that decodes several rows per sentence (beam search's beams) may pass the
         encoder's tensors once per sentence, `rows_per_source` rows each: each sentence's
@@ -451,9 +510,9 @@ class Seq2SeqTransformer(keras.Model):
             encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
             source_padding_mask: bool `[batch, source_length]` from `encode`.
             cache: The self-attention cache holding positions `0..index-1`, from
-                `initial_cache` or `growing_cache`.
+                `initial_cache`, `growing_cache` or `prefix_cache`.
             index: int scalar (Python or tensor), the position of `token_ids`; or, with an
-                `initial_cache`, int32 `[batch]`, each row's own position.
+                `initial_cache` or a `PrefixCache`, int32 `[batch]`, each row's own position.
             cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`, to avoid
                 recomputing the encoder's keys and values at every step.
             step_weights: Optional `step_weights()`, computed once before a decoding loop, so
@@ -471,8 +530,11 @@ class Seq2SeqTransformer(keras.Model):
         if cross_attention_cache is None:
             cross_attention_cache = self.cross_attention_cache(encoder_outputs)
         growing = isinstance(cache, GrowingCache)
+        prefixes = isinstance(cache, PrefixCache)
         slots = entries = None
-        if not growing:
+        if prefixes:
+            slots = PrefixSlots.before(index, tf.shape(cache.layers[0][0])[2])
+        elif not growing:
             entries = tf.convert_to_tensor(cache, self.compute_dtype)
             rows = tf.shape(token_ids)[0]
             slots = SelfAttentionSlots.at(tf.broadcast_to(index, [rows]), tf.shape(entries)[4])
@@ -488,7 +550,7 @@ class Seq2SeqTransformer(keras.Model):
         keys_and_values = []
         for i, layer in enumerate(self.decoder_layers):
             cross_keys, cross_values = cross_attention_cache[i]
-            if growing:
+            if growing or prefixes:
                 keys, values = cache.layers[i]
             else:
                 with tf.name_scope("cache_slices"):
@@ -513,6 +575,8 @@ class Seq2SeqTransformer(keras.Model):
         logits = self._step_logits(x, step_weights)
         if growing:
             return logits, GrowingCache(tuple(keys_and_values))
+        if prefixes:
+            return logits, PrefixCache(tuple(keys_and_values))
         with tf.name_scope("cache_stack"):
             entries = tf.stack([tf.stack(pair, axis=1) for pair in keys_and_values], axis=1)
         return logits, entries

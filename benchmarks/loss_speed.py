@@ -10,8 +10,10 @@ per round, several rounds, median reported) so that machine noise hits all losse
 
 Peak memory is the extra memory one forward+backward step needs beyond its inputs: on a GPU the
 allocator's peak (`tf.config.experimental.get_memory_info`) after resetting it; on a CPU, where
-TensorFlow reports no allocator statistics, the peak resident set sampled every 0.5 ms during a
-step in a fresh process running only that loss, minus the resident set just before that step.
+TensorFlow reports no allocator statistics, the resident set's high-water mark during a step in a
+fresh process running only that loss, minus the resident set just before that step, with
+TensorFlow's memory pool and malloc's kept heaps turned off so that freed memory leaves the
+resident set (`benchmarks.peak_memory`, which says what this does not see).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks.peak_memory import peak_extra_bytes  # noqa: E402
+from benchmarks.peak_memory import fresh_process_environment, peak_extra_bytes  # noqa: E402
 from tfscones import losses  # noqa: E402
 
 LOSSES = {
@@ -99,7 +101,9 @@ def peak_memory_in_fresh_process(name: str, tokens: int, vocab: int, xla: bool) 
     """Peak extra bytes of one step in a fresh process; NaN (with its error shown) if it fails."""
     command = [sys.executable, "-m", "benchmarks.loss_speed", "--memory-of", name]
     command += ["--tokens", str(tokens), "--vocab", str(vocab)] + (["--xla"] if xla else [])
-    finished = subprocess.run(command, capture_output=True, text=True)
+    finished = subprocess.run(
+        command, capture_output=True, text=True, env=fresh_process_environment()
+    )
     if finished.returncode != 0:
         print(f"memory of {name} at {vocab} failed:\n{finished.stderr[-2000:]}", file=sys.stderr)
         return math.nan

@@ -10,8 +10,13 @@ per round, several rounds, median reported) so that machine noise hits all losse
 
 Peak memory is the extra memory one forward+backward step needs beyond its inputs: on a GPU the
 allocator's peak (`tf.config.experimental.get_memory_info`) after resetting it; on a CPU, where
-TensorFlow reports no allocator statistics, the peak resident set sampled every 0.5 ms during a
-step in a fresh process running only that loss, minus the resident set just before that step.
+TensorFlow reports no allocator statistics, the resident set's high-water mark during a step in a
+fresh process running only that loss, minus the resident set just before that step, with
+TensorFlow's memory pool and malloc's kept heaps turned off so that freed memory leaves the
+resident set (`benchmarks.peak_memory`, which says what this does not see). Without XLA the
+CPU peak depends on which independent ops TensorFlow's executor runs at once on its inter-op
+threads, so it varies between runs by up to one gradient-sized tensor: the SCONES loss at 4,096 x
+8,192 reads 2.0 to 3.1 gradients, and 2.0, as cross-entropy, with one inter-op thread.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks.peak_memory import peak_extra_bytes  # noqa: E402
+from benchmarks.peak_memory import fresh_process_environment, peak_extra_bytes  # noqa: E402
 from tfscones import losses  # noqa: E402
 
 LOSSES = {
@@ -99,7 +104,9 @@ def peak_memory_in_fresh_process(name: str, tokens: int, vocab: int, xla: bool) 
     """Peak extra bytes of one step in a fresh process; NaN (with its error shown) if it fails."""
     command = [sys.executable, "-m", "benchmarks.loss_speed", "--memory-of", name]
     command += ["--tokens", str(tokens), "--vocab", str(vocab)] + (["--xla"] if xla else [])
-    finished = subprocess.run(command, capture_output=True, text=True)
+    finished = subprocess.run(
+        command, capture_output=True, text=True, env=fresh_process_environment()
+    )
     if finished.returncode != 0:
         print(f"memory of {name} at {vocab} failed:\n{finished.stderr[-2000:]}", file=sys.stderr)
         return math.nan

@@ -8,8 +8,11 @@ Each head trains the same `Seq2SeqTransformer` preset (softmax with cross-entrop
 entmax-1.5 with its Fenchel-Young loss) with Adam on the same batches of random token ids, every
 position a real token. Timings are interleaved (one `fit` of `--steps` steps per head per round,
 after a warm-up round) and the median round is reported, so machine noise hits all heads alike.
-Peak memory is the extra memory of one training step, measured in a fresh process per head
-(`benchmarks.peak_memory`).
+Peak memory is the extra memory of one training step beyond the model, its optimizer state and
+the batch, measured in a fresh process per head: on a GPU the allocator's peak; on a CPU the
+resident set's high-water mark during the step minus the resident set before it, with TensorFlow's
+memory pool and malloc's kept heaps turned off so that freed memory leaves the resident set
+(`benchmarks.peak_memory`, which says what this does not see).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from benchmarks.peak_memory import peak_extra_bytes  # noqa: E402
+from benchmarks.peak_memory import fresh_process_environment, peak_extra_bytes  # noqa: E402
 from tfscones.models import Seq2SeqTransformer  # noqa: E402
 
 HEADS = {
@@ -88,7 +91,9 @@ def measure_peak_memory(name: str, args) -> int:
 def peak_memory_in_fresh_process(name: str, argv: list[str]) -> float:
     """Peak extra bytes of one step in a fresh process; NaN (with its error shown) if it fails."""
     command = [sys.executable, "-m", "benchmarks.training_throughput", *argv, "--memory-of", name]
-    finished = subprocess.run(command, capture_output=True, text=True)
+    finished = subprocess.run(
+        command, capture_output=True, text=True, env=fresh_process_environment()
+    )
     if finished.returncode != 0:
         print(f"memory of {name} failed:\n{finished.stderr[-2000:]}", file=sys.stderr)
         return float("nan")

@@ -54,10 +54,11 @@ class SelfAttentionSlots(NamedTuple):
 
 
 class PrefixSlots(NamedTuple):
-    """Which slots of each row's prefix a step reads; its own position is not among them.
+    """Which slots of each row's prefix a step reads, and its own position after them.
 
     Attributes:
-        visible: bool `[rows, 1, 1, slots]`, True at the row's positions before its own.
+        visible: bool `[rows, 1, 1, slots + 1]`, True at the row's positions before its own
+            and at the last entry, which stands for the step's own position.
     """
 
     visible: tf.Tensor
@@ -65,8 +66,9 @@ class PrefixSlots(NamedTuple):
     @classmethod
     def before(cls, positions: tf.Tensor, slots: tf.Tensor | int) -> PrefixSlots:
         """The slots before each row's position (int32 `[rows]`) in prefixes of `slots` slots."""
-        slot_ids = tf.range(slots, dtype=tf.int32)[tf.newaxis, :]
-        return cls(tf.less(slot_ids, positions[:, tf.newaxis])[:, tf.newaxis, tf.newaxis, :])
+        slot_ids = tf.range(slots + 1, dtype=tf.int32)[tf.newaxis, :]
+        visible = tf.logical_or(slot_ids < positions[:, tf.newaxis], tf.equal(slot_ids, slots))
+        return cls(visible[:, tf.newaxis, tf.newaxis, :])
 
 
 class Projection(NamedTuple):
@@ -274,13 +276,21 @@ def _attend(query, keys, values, visible, scale: float) -> tf.Tensor:
         `[rows, heads, queries, head_dim]`.
     """
     logits = tf.matmul(query, keys, transpose_b=True)
+    return tf.matmul(_attention_weights(logits, visible, scale, keys.dtype), values)
+
+
+def _attention_weights(logits, visible, scale: float, dtype) -> tf.Tensor:
+    """The softmax of scaled, masked attention logits, as `keras.ops.dot_product_attention`.
+
+    Logits are float32 (or wider), scaled, masked to a large negative value where not
+    `visible` (None: nowhere) and normalised in float32; the weights take `dtype`.
+    """
     if logits.dtype != tf.float64:
         logits = tf.cast(logits, tf.float32)
     logits = logits * scale
     if visible is not None:
         logits = tf.where(visible, logits, _MASKED_LOGIT)
-    probabilities = tf.cast(tf.nn.softmax(logits, axis=-1), keys.dtype)
-    return tf.matmul(probabilities, values)
+    return tf.cast(tf.nn.softmax(logits, axis=-1), dtype)
 
 
 def _attend_prefix_and_own(query, keys, values, own_keys, own_values, visible, scale: float):
@@ -296,7 +306,8 @@ def _attend_prefix_and_own(query, keys, values, own_keys, own_values, visible, s
         values: Likewise, the values.
         own_keys: The step's own keys `[rows, heads, 1, head_dim]`.
         own_values: Likewise, its values.
-        visible: bool `[rows, 1, 1, slots]`, True at each row's prefix positions.
+        visible: bool `[rows, 1, 1, slots + 1]`, True at each row's prefix positions and at
+            its own, last (`PrefixSlots.visible`).
         scale: The factor of the logits, `head_dim ** -0.5`.
 
     Returns:
@@ -304,16 +315,14 @@ def _attend_prefix_and_own(query, keys, values, own_keys, own_values, visible, s
     """
     logits = tf.concat(
         [
-            tf.where(visible, tf.matmul(query, keys, transpose_b=True), _MASKED_LOGIT),
+            tf.matmul(query, keys, transpose_b=True),
             tf.matmul(query, own_keys, transpose_b=True),
         ],
         axis=-1,
     )
-    if logits.dtype != tf.float64:
-        logits = tf.cast(logits, tf.float32)
-    probabilities = tf.cast(tf.nn.softmax(logits * scale, axis=-1), keys.dtype)
+    weights = _attention_weights(logits, visible, scale, keys.dtype)
     slots = tf.shape(keys)[2]
-    return tf.matmul(probabilities[..., :slots], values) + probabilities[..., slots:] * own_values
+    return tf.matmul(weights[..., :slots], values) + weights[..., slots:] * own_values
 
 
 def _self_attention(attention, weights: LayerWeights, x, keys, values, slots):

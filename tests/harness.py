@@ -175,15 +175,31 @@ def sort_based_entmax_threshold(logits, alpha: float) -> tuple[np.ndarray, np.nd
     return scaled, np.take_along_axis(candidates, support - 1, -1)
 
 
-class RowCounting:
-    """A real model that records how many rows each of its (eager) decoder steps decodes."""
+class Hiding:
+    """A real model seen without some of its optional members, so a decoder takes its fallback.
 
-    def __init__(self, model):
+    Args:
+        model: The model; every other attribute is its.
+        hidden: Names the wrapper does not have (`"growing_cache"`: the fixed cache;
+            `"prefix_cache"`: exact search's cache of slots).
+    """
+
+    def __init__(self, model, hidden: tuple[str, ...] = ()):
         self._model = model
-        self.rows = []
+        self._hidden = frozenset(hidden)
 
     def __getattr__(self, name):
+        if name in self._hidden:
+            raise AttributeError(name)
         return getattr(self._model, name)
+
+
+class RowCounting(Hiding):
+    """A real model that records how many rows each of its (eager) decoder steps decodes."""
+
+    def __init__(self, model, hidden: tuple[str, ...] = ()):
+        super().__init__(model, hidden)
+        self.rows = []
 
     def decode_step(self, token_ids, *args, rows_per_source=1, **kwargs):
         self.rows.append(int(tf.size(token_ids)))

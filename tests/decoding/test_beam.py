@@ -263,23 +263,16 @@ def test_padded_mode_and_padded_source_equal_dynamic(tiny_model):
     np.testing.assert_allclose(padded.scores.numpy(), dynamic.scores.numpy(), rtol=1e-4, atol=1e-5)
 
 
-class FixedCacheOnly:
-    """A model without `growing_cache`: the decoders fall back to its `initial_cache`."""
-
-    def __init__(self, model):
-        self._model = model
-
-    def __getattr__(self, name):
-        if name == "growing_cache":
-            raise AttributeError(name)
-        return getattr(self._model, name)
+def fixed_cache_only(model):
+    """The model without `growing_cache`: the decoders fall back to its `initial_cache`."""
+    return harness.Hiding(model, hidden=("growing_cache",))
 
 
 @pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
 def test_growing_and_fixed_caches_give_the_same_search(head):
     """The growing cache (outside XLA) and the fixed one (XLA's) find the same hypotheses."""
     model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=12, eos_bias=1.0)
-    fixed_model = FixedCacheOnly(model)
+    fixed_model = fixed_cache_only(model)
     assert hasattr(model, "growing_cache") and not hasattr(fixed_model, "growing_cache")
     for search in (
         lambda m: beam_search(m, REAL_SOURCE, beam_size=3, num_hypotheses=3, length_penalty=0.6),
@@ -384,7 +377,7 @@ def test_done_sentences_leave_the_batch_and_the_search_is_the_same(head, num_gro
         )
 
     counting = harness.RowCounting(model)
-    found, expected = search(counting), search(FixedCacheOnly(model))
+    found, expected = search(counting), search(fixed_cache_only(model))
     # Sentences were done at different steps and left the batch then, with all their beams.
     assert counting.rows[0] == 6 * 4 and counting.rows[-1] < counting.rows[0]
     assert all(rows % 4 == 0 for rows in counting.rows)

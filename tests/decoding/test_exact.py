@@ -183,18 +183,6 @@ class UncachedSteps:
         return tf.gather(logits, index, batch_dims=1), cache
 
 
-class SlotCacheOnly:
-    """A model without `prefix_cache`: exact search steps it on `initial_cache` slots."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def __getattr__(self, name):
-        if name in ("prefix_cache", "prefix_entries"):
-            raise AttributeError(name)
-        return getattr(self.model, name)
-
-
 @pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
 @pytest.mark.parametrize("budget", [10, 1000])
 @pytest.mark.parametrize("prefix_cache", [True, False])
@@ -204,7 +192,8 @@ def test_cached_steps_search_exactly_as_whole_prefix_scoring(head, budget, prefi
     model = harness.tiny_model(10, head, eos_bias=-4.0)  # Long searches: EOS is unlikely.
     source = tf.constant([[4, 5, 6, EOS_ID], [7, 5, EOS_ID, 0], [9, EOS_ID, 0, 0]], tf.int32)
     settings = dict(beam_size=1, state_budget=budget, rows_per_call=16, max_length_a=1.0)
-    searched = model if prefix_cache else SlotCacheOnly(model)
+    slots_only = harness.Hiding(model, hidden=("prefix_cache", "prefix_entries"))
+    searched = model if prefix_cache else slots_only
     cached = exact_search(searched, source, max_length_b=3.0, **settings)
     uncached = exact_search(UncachedSteps(model), source, max_length_b=3.0, **settings)
     assert [r.ids for r in cached] == [r.ids for r in uncached]

@@ -398,14 +398,9 @@ def _search_sentences_going(
         cache.cache,
         empty,
     )
-    invariants = common.loop_shape_invariants(loop_variables, cache)
-    # The sentences going shrink in number: every tensor of theirs has an unknown first axis.
-    invariants = (
-        invariants[:1]
-        + tf.nest.map_structure(
-            lambda shape: tf.TensorShape([None]).concatenate(shape[1:]), invariants[1:7]
-        )
-        + invariants[7:]
+    # The sentences going (indices, source, beams, finished sets, cache) shrink in number.
+    invariants = common.shrinking_shape_invariants(
+        common.loop_shape_invariants(loop_variables, cache), slice(1, 7)
     )
     *_, output = tf.while_loop(
         keep_going,

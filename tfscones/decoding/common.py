@@ -344,6 +344,26 @@ def loop_shape_invariants(loop_variables: tuple, cache: SearchCache) -> tuple:
     )
 
 
+def shrinking_shape_invariants(invariants: tuple, shrinking: slice) -> tuple:
+    """`invariants` with an unknown first axis for the loop variables at `shrinking`.
+
+    A loop that drops its finished rows (or sentences) carries their tensors with fewer rows
+    from step to step; its other variables keep their shapes.
+
+    Args:
+        invariants: From `loop_shape_invariants`, one per loop variable.
+        shrinking: The positions of the loop variables whose rows shrink.
+
+    Returns:
+        The invariants, each of those with its first axis unknown.
+    """
+    invariants = list(invariants)
+    invariants[shrinking] = tf.nest.map_structure(
+        lambda shape: tf.TensorShape([None]).concatenate(shape[1:]), invariants[shrinking]
+    )
+    return tuple(invariants)
+
+
 class TokenByTokenOutput(NamedTuple):
     """Sequences grown one chosen token at a time, one row per decoded sequence.
 
@@ -501,14 +521,9 @@ def _decode_rows_still_going(
         tf.zeros([rows], tf.int32),
         tf.zeros([rows], tf.float32),
     )
-    invariants = loop_shape_invariants(loop_variables, cache)
-    # The rows still going shrink in number: every tensor of theirs has an unknown first axis.
-    invariants = (
-        invariants[:1]
-        + tf.nest.map_structure(
-            lambda shape: tf.TensorShape([None]).concatenate(shape[1:]), invariants[1:5]
-        )
-        + invariants[5:]
+    # The rows still going (their indices, tokens, source and cache) shrink in number.
+    invariants = shrinking_shape_invariants(
+        loop_shape_invariants(loop_variables, cache), slice(1, 5)
     )
     _, _, _, _, _, ids, lengths, scores = tf.while_loop(
         keep_going, body, loop_variables, shape_invariants=invariants, maximum_iterations=width

@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from benchmarks.training_throughput import fit_seconds, make_batch  # noqa: E402
+from benchmarks.training_throughput import make_batch, step_seconds  # noqa: E402
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer  # noqa: E402
 
 TARGET = 1.6
@@ -56,6 +56,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--jit-compile", default="auto", choices=["auto", "true", "false"])
     args = parser.parse_args()
+    if args.steps < 2:
+        parser.error(f"--steps must be at least 2 (a fit's first step is untimed): {args.steps}")
     args.jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
     return args
 
@@ -67,11 +69,11 @@ def main() -> None:
     batches = tf.data.Dataset.from_tensors((inputs, targets)).repeat()
     models = {0: make_model(0, args)} | {k: make_model(k, args) for k in args.experts}
     for model in models.values():
-        fit_seconds(model, batches, 2)
+        step_seconds(model, batches, 2)
     samples = {k: [] for k in models}
     for _ in range(args.rounds):
         for k, model in models.items():
-            samples[k].append(fit_seconds(model, batches, args.steps) / args.steps)
+            samples[k].append(step_seconds(model, batches, args.steps))
     seconds = {k: statistics.median(values) for k, values in samples.items()}
     device = tf.config.list_physical_devices("GPU") or ["CPU"]
     print(

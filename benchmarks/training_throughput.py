@@ -7,7 +7,8 @@
 Each head trains the same `Seq2SeqTransformer` preset (softmax with cross-entropy, SCONES α=0.5,
 entmax-1.5 with its Fenchel-Young loss) with Adam on the same batches of random token ids, every
 position a real token. Timings are interleaved (one `fit` of `--steps` steps per head per round,
-after a warm-up round) and the median round is reported, so machine noise hits all heads alike.
+after a warm-up round, timed from the end of its first step to the end of its last) and the
+median round is reported, so machine noise hits all heads alike.
 Peak memory is the extra memory of one training step beyond the model, its optimizer state and
 the batch, measured in a fresh process per head: on a GPU the allocator's peak; on a CPU the
 resident set's high-water mark during the step minus the resident set before it, with TensorFlow's
@@ -62,10 +63,29 @@ def make_model(name: str, preset: str, vocab: int, jit_compile) -> keras.Model:
     return model
 
 
-def fit_seconds(model: keras.Model, batches: tf.data.Dataset, steps: int) -> float:
-    start = time.perf_counter()
-    model.fit(batches, epochs=1, steps_per_epoch=steps, verbose=0)
-    return time.perf_counter() - start
+class _StepEnds(keras.callbacks.Callback):
+    """Records when each training batch of a `fit` ends."""
+
+    def on_train_begin(self, logs=None):
+        self.ends = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.ends.append(time.perf_counter())
+
+
+def step_seconds(model: keras.Model, batches: tf.data.Dataset, steps: int) -> float:
+    """Seconds per training step in one `fit` of `steps` (≥ 2) steps, its first step left out.
+
+    The time runs from the end of the first step to the end of the last, so it holds the steps
+    and what `fit` does between them, but neither `fit`'s set-up (about 0.7 s a call for the
+    small preset: its data iterator and callbacks) nor the first step, which is slow when
+    another model ran last (oneDNN's primitives of this model were evicted from its cache).
+    """
+    if steps < 2:
+        raise ValueError(f"step_seconds needs at least 2 steps, got {steps}")
+    ends = _StepEnds()
+    model.fit(batches, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[ends])
+    return (ends.ends[-1] - ends.ends[0]) / (steps - 1)
 
 
 def time_all(args) -> dict[str, float]:
@@ -74,11 +94,11 @@ def time_all(args) -> dict[str, float]:
     batches = tf.data.Dataset.from_tensors((inputs, targets)).repeat()
     models = {name: make_model(name, args.preset, args.vocab, args.jit_compile) for name in HEADS}
     for model in models.values():
-        fit_seconds(model, batches, 2)
+        step_seconds(model, batches, 2)
     samples = {name: [] for name in HEADS}
     for _ in range(args.rounds):
         for name, model in models.items():
-            samples[name].append(fit_seconds(model, batches, args.steps) / args.steps)
+            samples[name].append(step_seconds(model, batches, args.steps))
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -129,6 +149,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--xla", action="store_true", help="the same as --jit-compile true")
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.steps < 2:
+        parser.error(f"--steps must be at least 2 (a fit's first step is untimed): {args.steps}")
     args.jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
     if args.xla:
         args.jit_compile = True

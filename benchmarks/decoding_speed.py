@@ -89,7 +89,9 @@ def export_modules(model, tokenizer, folder: Path, beam_sizes) -> dict[int, obje
     """One loaded SavedModel per beam size."""
     loaded = {}
     for beam_size in beam_sizes:
-        module = TranslationModule(model, tokenizer, beam_size=beam_size, num_hypotheses=1)
+        module = TranslationModule(
+            model, tokenizer, beam_size=beam_size, num_hypotheses=1, freeze_step_weights=True
+        )
         out = folder / f"beam{beam_size}" / "1"
         write_savedmodel(module, out)
         loaded[beam_size] = tf.saved_model.load(str(out))

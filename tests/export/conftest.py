@@ -52,19 +52,32 @@ def run_dir(tmp_path_factory) -> Path:
     train_sentencepiece(
         [folder / "train.de", folder / "train.en"], folder / "spm", vocab_size=VOCABULARY_SIZE
     )
-    keras.utils.set_random_seed(7)
+    save_tiny_model(folder / "model.keras", seed=7, head="sigmoid")
+    return folder
+
+
+def save_tiny_model(path: Path, seed: int, **arguments) -> None:
+    """An untrained one-layer model of the run's vocabulary, saved as a `.keras` file."""
+    keras.utils.set_random_seed(seed)
     model = Seq2SeqTransformer.from_preset(
         "tiny",
         vocabulary_size=VOCABULARY_SIZE,
-        head="sigmoid",
         num_encoder_layers=1,
         num_decoder_layers=1,
         hidden_dim=64,
         intermediate_dim=128,
         max_sequence_length=MAX_SEQUENCE_LENGTH,
+        **arguments,
     )
-    model.save(folder / "model.keras")
-    return folder
+    model.save(path)
+
+
+@pytest.fixture(scope="session")
+def tied_checkpoint(run_dir, tmp_path_factory) -> Path:
+    """A softmax model of the run's vocabulary whose embeddings and output layer are tied."""
+    path = tmp_path_factory.mktemp("tied") / "model.keras"
+    save_tiny_model(path, seed=3, tie_embeddings=True)
+    return path
 
 
 @pytest.fixture(scope="session")

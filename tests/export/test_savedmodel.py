@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,6 +15,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tfscones.commands import export as export_command
 from tfscones.decoding import source_ids_for_model, translate
 from tfscones.decoding.beam import beam_search
+from tfscones.serving import TranslationModule
 from tfscones.serving import export as savedmodel
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -127,6 +129,32 @@ def test_export_writes_a_servable_version_with_its_limits(export_dir, module):
     umask = os.umask(0)
     os.umask(umask)
     assert export_dir.stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_a_tied_model_exports_its_transposed_table_and_translates_alike(
+    run_dir, tied_checkpoint, tokenizer, sentences, tmp_path
+):
+    out = tmp_path / "tied" / "1"
+    savedmodel.export_run(out, checkpoint=tied_checkpoint, spm=run_dir / "spm.model")
+    model = keras.models.load_model(tied_checkpoint)
+
+    checkpoint = str(out / "variables" / "variables")
+    table = model.token_embedding.embeddings
+    transposed = [table.shape[1], table.shape[0]]
+    frozen = [name for name, shape in tf.train.list_variables(checkpoint) if shape == transposed]
+    assert len(frozen) == 1
+    np.testing.assert_array_equal(
+        tf.train.load_variable(checkpoint, frozen[0]), tf.transpose(table)
+    )
+    loaded = tf.saved_model.load(str(out))
+    module = TranslationModule(model, tokenizer)
+    translations = set()
+    for name in ("translate", "translate_beam"):
+        outputs = loaded.signatures[name](source=tf.constant(sentences))
+        outputs = {key: value.numpy() for key, value in outputs.items()}
+        assert_same_outputs(outputs, module_outputs(module, name, {"source": sentences}))
+        translations.update(text(outputs["translations"]))
+    assert len(translations) > 1
 
 
 def test_loaded_signatures_equal_the_in_process_module(

@@ -34,7 +34,7 @@ from tfscones.decoding.experts import ExpertStates, ParallelExperts, decode_expe
 from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
 from tfscones.decoding.search import METHODS, NBest, Search
-from tfscones.decoding.step import StepModel
+from tfscones.decoding.step import FrozenStepModel, StepModel
 from tfscones.decoding.translate import (
     compiled_search,
     source_ids_for_model,
@@ -56,6 +56,7 @@ __all__ = [
     "ParallelExperts",
     "SamplingOutput",
     "Search",
+    "FrozenStepModel",
     "StepModel",
     "beam_search",
     "compiled_search",

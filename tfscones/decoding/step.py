@@ -123,4 +123,33 @@ class StepModel(Protocol):
         ...
 
 
-__all__ = ["StepModel"]
+class FrozenStepModel(tf.Module):
+    """A `StepModel` whose `step_weights()` are made once, when it is made, and kept.
+
+    A search calls `step_weights()` once per call, so a served model would redo that work on
+    every request (`Seq2SeqTransformer`: transpose its tied embedding table). This wrapper asks
+    the model for `frozen_step_weights()` (variables) once and returns them from every
+    `step_weights()`; every other member is the model's own. It is for a model whose weights
+    no longer change, as in an export (`tfscones.serving.TranslationModule`): the variables
+    are copies and do not follow later training.
+
+    Args:
+        model: A `StepModel` with `frozen_step_weights()`.
+    """
+
+    def __init__(self, model: StepModel):
+        super().__init__(name="frozen_step_model")
+        self.model = model
+        self.frozen_weights = model.frozen_step_weights()
+
+    def step_weights(self) -> Any:
+        """The weights made when the wrapper was made."""
+        return self.frozen_weights
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "model":
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+
+__all__ = ["FrozenStepModel", "StepModel"]

@@ -127,6 +127,7 @@ def build_module(settings: ExportSettings, checkpoint: Path, spm: Path) -> Trans
             max_output_tokens=settings.max_output_tokens,
             max_length_a=settings.max_length_a,
             max_length_b=settings.max_length_b,
+            freeze_step_weights=True,
         )
     except ValueError as error:
         raise ExportError(str(error)) from None

@@ -73,7 +73,7 @@ def save_tiny_model(path: Path, seed: int, **arguments) -> None:
 
 
 @pytest.fixture(scope="session")
-def tied_checkpoint(run_dir, tmp_path_factory) -> Path:
+def tied_checkpoint(tmp_path_factory) -> Path:
     """A softmax model of the run's vocabulary whose embeddings and output layer are tied."""
     path = tmp_path_factory.mktemp("tied") / "model.keras"
     save_tiny_model(path, seed=3, tie_embeddings=True)

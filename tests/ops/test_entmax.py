@@ -237,6 +237,37 @@ def test_newton_threshold_reports_rows_it_could_not_certify():
     assert not certified.numpy().any()
 
 
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_first_marked_rows_are_found_in_order(jit_compile):
+    marked = tf.constant([False, True, True, False, False, True, False])
+    find = tf.function(lambda m: ops.first_marked_rows(m, 4), jit_compile=jit_compile)
+    positions, filled = find(marked)
+    np.testing.assert_array_equal(filled, [True, True, True, False])
+    np.testing.assert_array_equal(positions[:3], [1, 2, 5])
+    assert 0 <= positions[3] < 7
+
+
+@pytest.mark.parametrize("alpha", [2.0, 1.5])
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("fraction", [1, 8, 1000], ids=["all-gathered", "an-eighth", "one-row"])
+def test_newton_threshold_steps_the_last_rows_alone_to_the_same_threshold(
+    alpha, jit_compile, fraction, monkeypatch
+):
+    # 32 spread rows certify in a step or two, 4 rows of a fresh model's logits take more; those
+    # are stepped alone once at most 1/`fraction` of the rows (at least one) are left.
+    rows = np.concatenate(
+        [random_logits((32, 500), scale=3.0, seed=22), random_logits((4, 500), 0.25, seed=23)]
+    )
+    logits = tf.constant(np.random.default_rng(24).permutation(rows).reshape(4, 9, 500))
+    monkeypatch.setattr(ops, "FEW_ROWS_FRACTION", fraction)
+    threshold = tf.function(lambda z: ops.newton_threshold(z, alpha), jit_compile=jit_compile)
+    tau, support, certified = threshold(logits)
+    expected_tau, expected_support = sorted_threshold(logits, alpha)
+    assert certified.numpy().all()
+    np.testing.assert_array_equal(support.numpy()[..., 0], expected_support)
+    np.testing.assert_allclose(tau, expected_tau, atol=1e-5)
+
+
 @pytest.mark.parametrize("alpha", [2.0, 1.5])
 def test_statistics_fall_back_to_bisection_when_newton_gives_up(alpha, monkeypatch):
     logits = random_logits((4, 500), scale=0.25, seed=11)

@@ -21,12 +21,13 @@ find τ without any sort: the logits are cut into blocks of √(8·`top_k`) cons
 whose maximum lies above that bound can hold the support; up to √(8·`top_k`) of them are moved
 to the front of the row (`candidate_logits`, running counts by triangular products). There
 `newton_threshold` finds and certifies τ, and every block left out must have its maximum at or
-below τ: then every logit of the support was kept and τ is exact. Otherwise sparsemax and
-entmax-1.5 run Newton's method over all logits from the same bound, a few passes, and
-certify each row's τ exactly; only if that fails within `MAX_NEWTON_STEPS` steps does the
-batch bisect over all logits. Other α take τ from the `top_k` (then 8·`top_k`) largest logits
-(`tf.math.top_k`) when every row's support is smaller than that, and bisect over all logits
-otherwise.
+below τ: then every logit of the support was kept and τ is exact. Otherwise (and at once
+when some row has more such blocks than there is room for) sparsemax and entmax-1.5 run
+Newton's method over all logits from the same bound, a few passes, and certify each row's τ
+exactly; once at most an eighth of the rows are left, those are gathered and stepped alone.
+Only if that fails within `MAX_NEWTON_STEPS` steps does the batch bisect over all logits.
+Other α take τ from the `top_k` (then 8·`top_k`) largest logits (`tf.math.top_k`) when every
+row's support is smaller than that, and bisect over all logits otherwise.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ MAX_NEWTON_STEPS = 16
 
 GROUP_SIZE = 32
 """Blocks per group when `candidate_logits` looks for the kept blocks."""
+
+FEW_ROWS_FRACTION = 8
+"""`newton_threshold` steps the rows left uncertified alone once at most 1/8 of them are left."""
 
 FALLBACK_BISECTION_STEPS = 50
 """Bisection steps of sparsemax and entmax-1.5 for rows Newton's method did not certify."""
@@ -163,6 +167,8 @@ def newton_threshold(
     find it. A row keeps the first certified τ_S. For entmax-1.5 that candidate is computed
     relative to t, so when t is far below τ (hundreds of nearly equal logits) it carries float32
     cancellation of order 1e-6; `entmax_statistics` refines it on the certified support.
+    Every step passes over all rows until at most 1/`FEW_ROWS_FRACTION` of them (or one) are
+    left uncertified; those are then gathered and stepped alone (`_newton_on_few_rows`).
 
     Args:
         logits: float32 logits `[..., V]`, any order.
@@ -179,7 +185,42 @@ def newton_threshold(
     scaled = (alpha - 1.0) * logits
     if start is None:
         start = tf.reduce_max(scaled, axis=-1, keepdims=True) - 1.0
-    zero_count = tf.zeros_like(start, tf.int32)
+    rows = tf.reshape(scaled, [-1, scaled.shape[-1] or tf.shape(scaled)[-1]])
+    row_count = tf.shape(rows)[0]
+    flat_start = tf.reshape(start, [-1, 1])
+    no_support = tf.zeros_like(flat_start, tf.int32)
+    state = (flat_start, flat_start, no_support, tf.zeros_like(flat_start, tf.bool))
+    capacity = row_count // FEW_ROWS_FRACTION + 1
+
+    def many_left(step, certified):
+        uncertified = tf.reduce_sum(tf.cast(~certified, tf.int32))
+        return (step < max_steps) & (uncertified > capacity)
+
+    step, state = _newton_loop(rows, alpha, state, tf.constant(0), max_steps, many_left)
+    if rows.shape[0] != 0:  # XLA cannot gather from no rows, even in a branch never taken
+        state = tf.cond(
+            tf.reduce_all(state[-1]),
+            lambda: state,
+            lambda: _newton_on_few_rows(rows, alpha, state, step, max_steps, capacity),
+        )
+    point, tau, support_size, certified = (tf.reshape(value, tf.shape(start)) for value in state)
+    return tf.where(certified, tau, point), support_size, certified
+
+
+def _newton_loop(scaled, alpha, state, step, max_steps, carry_on):
+    """Newton steps of `newton_threshold` on rows `scaled` while `carry_on(step, certified)`.
+
+    Args:
+        scaled: float32 `[rows, V]`, the logits times (α - 1).
+        alpha: 1.5 or 2.
+        state: `(point, tau, support_size, certified)`, each `[rows, 1]`.
+        step: Steps taken so far, a scalar int32 tensor.
+        max_steps: The step after which the loop stops in any case.
+        carry_on: Called with the step and `certified`; False stops the loop.
+
+    Returns:
+        `(step, state)` after the last step.
+    """
 
     def newton_step(step, point, tau, support_size, certified):
         above_point = scaled - point
@@ -207,12 +248,53 @@ def newton_threshold(
         certified |= newly
         return step + 1, tf.where(certified, point, next_point), tau, support_size, certified
 
-    def uncertified_left(step, point, tau, support_size, certified):
+    def go_on(step, point, tau, support_size, certified):
+        return carry_on(step, certified)
+
+    step, *state = tf.while_loop(go_on, newton_step, (step, *state))
+    return step, tuple(state)
+
+
+def _newton_on_few_rows(scaled, alpha, state, step, max_steps, capacity):
+    """Newton steps of `newton_threshold` on the (at most `capacity`) rows still uncertified.
+
+    Late steps certify a few rows, and a step costs a pass over every row; so the rows left are
+    gathered (`first_marked_rows`, no sort) and stepped alone, then put back in `state`.
+    """
+    positions, filled = first_marked_rows(~state[-1][:, 0], capacity)
+    point, tau, support_size, certified = (tf.gather(value, positions) for value in state)
+    few_state = (point, tau, support_size, certified | ~filled[:, tf.newaxis])
+
+    def any_left(step, certified):
         return (step < max_steps) & ~tf.reduce_all(certified)
 
-    state = (tf.constant(0), start, start, zero_count, tf.zeros_like(start, tf.bool))
-    _, point, tau, support_size, certified = tf.while_loop(uncertified_left, newton_step, state)
-    return tf.where(certified, tau, point), support_size, certified
+    _, few_state = _newton_loop(
+        tf.gather(scaled, positions), alpha, few_state, step, max_steps, any_left
+    )
+    row_count = tf.shape(scaled)[0]
+    targets = tf.where(filled, positions, row_count)[:, tf.newaxis]
+    return tuple(
+        tf.tensor_scatter_nd_update(tf.concat([value, value[:1]], 0), targets, update)[:-1]
+        for value, update in zip(state, few_state, strict=True)
+    )
+
+
+def first_marked_rows(marked: tf.Tensor, capacity) -> tuple[tf.Tensor, tf.Tensor]:
+    """The positions of the first `capacity` marked rows, without a sort.
+
+    Args:
+        marked: bool `[rows]`.
+        capacity: How many positions to return, a scalar int32.
+
+    Returns:
+        `(positions, filled)`, each `[capacity]`: the j-th marked row's position, and whether
+        there are j marked rows (positions beyond that repeat the last row).
+    """
+    running = tf.cumsum(tf.cast(marked, tf.int32))
+    ordinals = tf.range(1, capacity + 1)[:, tf.newaxis]
+    positions = tf.reduce_sum(tf.cast(running[tf.newaxis, :] < ordinals, tf.int32), axis=-1)
+    row_count = tf.shape(marked)[0]
+    return tf.minimum(positions, tf.maximum(row_count - 1, 0)), positions < row_count
 
 
 def _statistics_from_threshold(logits, tau, support_size, alpha):
@@ -339,6 +421,9 @@ def _candidate_statistics(logits, alpha, count, otherwise):
     (`candidate_logits`) and Newton's method (`newton_threshold`) runs on their logits from
     τ_b. The candidates' τ is that of the whole row when every block left out has its maximum
     at or below τ: the logits left out then get probability zero and add nothing to the sum.
+    A row with more blocks above τ_b than there is room for almost never certifies its
+    candidates (the blocks are kept in order, not by their maxima), so then the whole batch
+    goes to `otherwise` without trying them.
 
     Args:
         logits: float32 `[..., V]`.
@@ -349,17 +434,25 @@ def _candidate_statistics(logits, alpha, count, otherwise):
     """
     rows = tf.reshape(logits, [-1, logits.shape[-1]])
     block_size = math.isqrt(count)
+    capacity = count // block_size
     blocks, block_maxima = logit_blocks(rows, block_size)
     floor = _block_maxima_threshold(block_maxima, alpha)
     keep = (alpha - 1.0) * block_maxima > floor
-    candidates, kept = candidate_logits(blocks, keep, count // block_size)
-    tau, support_size, certified = newton_threshold(candidates, alpha, MAX_NEWTON_STEPS, floor)
-    left_out = tf.reduce_max(tf.where(kept, -math.inf, block_maxima), axis=-1, keepdims=True)
-    certified &= (alpha - 1.0) * left_out <= tau
+
+    def from_candidates():
+        candidates, kept = candidate_logits(blocks, keep, capacity)
+        tau, support_size, certified = newton_threshold(candidates, alpha, MAX_NEWTON_STEPS, floor)
+        left_out = tf.reduce_max(tf.where(kept, -math.inf, block_maxima), axis=-1, keepdims=True)
+        certified &= (alpha - 1.0) * left_out <= tau
+        return tf.cond(
+            tf.reduce_all(certified),
+            lambda: _statistics_from_threshold(candidates, tau, support_size, alpha),
+            lambda: otherwise(rows, floor),
+        )
+
+    kept_blocks = tf.reduce_sum(tf.cast(keep, tf.int32), axis=-1)
     statistics = tf.cond(
-        tf.reduce_all(certified),
-        lambda: _statistics_from_threshold(candidates, tau, support_size, alpha),
-        lambda: otherwise(rows, floor),
+        tf.reduce_all(kept_blocks <= capacity), from_candidates, lambda: otherwise(rows, floor)
     )
     shape = tf.concat([tf.shape(logits)[:-1], [1]], axis=0)
     return tuple(tf.reshape(value, shape) for value in statistics)

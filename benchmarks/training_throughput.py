@@ -3,6 +3,7 @@
     python -m benchmarks.training_throughput                 # small preset, vocabulary 8,000
     python -m benchmarks.training_throughput --xla           # the same, compiled with XLA
     python -m benchmarks.training_throughput --preset tiny --steps 5 --rounds 2   # a quick look
+    python -m benchmarks.training_throughput --head-metrics  # with the metrics `tfscones train` adds
 
 Each head trains the same `Seq2SeqTransformer` preset (softmax with cross-entropy, SCONES α=0.5,
 entmax-1.5 with its Fenchel-Young loss) with Adam on the same batches of random token ids, every
@@ -51,14 +52,16 @@ def make_batch(batch_size: int, length: int, vocab: int) -> tuple[dict, tf.Tenso
     return {"source_ids": source, "target_in_ids": target_in}, target
 
 
-def make_model(name: str, preset: str, vocab: int, jit_compile) -> keras.Model:
+def make_model(name: str, args) -> keras.Model:
+    """The head's model, compiled with its loss (and its metrics under `--head-metrics`)."""
     head, loss_arguments, _ = HEADS[name]
     keras.utils.set_random_seed(0)
-    model = Seq2SeqTransformer.from_preset(preset, vocabulary_size=vocab, head=head)
+    model = Seq2SeqTransformer.from_preset(args.preset, vocabulary_size=args.vocab, head=head)
     model.compile(
         optimizer=keras.optimizers.Adam(1e-4),
         loss=model.head.loss(**loss_arguments),
-        jit_compile=jit_compile,
+        metrics=model.head.metrics() if args.head_metrics else None,
+        jit_compile=args.jit_compile,
     )
     return model
 
@@ -92,7 +95,7 @@ def time_all(args) -> dict[str, float]:
     """Median seconds per step of every head, interleaved across rounds."""
     inputs, targets = make_batch(args.batch, args.length, args.vocab)
     batches = tf.data.Dataset.from_tensors((inputs, targets)).repeat()
-    models = {name: make_model(name, args.preset, args.vocab, args.jit_compile) for name in HEADS}
+    models = {name: make_model(name, args) for name in HEADS}
     for model in models.values():
         step_seconds(model, batches, 2)
     samples = {name: [] for name in HEADS}
@@ -104,7 +107,7 @@ def time_all(args) -> dict[str, float]:
 
 def measure_peak_memory(name: str, args) -> int:
     inputs, targets = make_batch(args.batch, args.length, args.vocab)
-    model = make_model(name, args.preset, args.vocab, args.jit_compile)
+    model = make_model(name, args)
     return peak_extra_bytes(lambda: model.train_on_batch(inputs, targets))
 
 
@@ -147,6 +150,11 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--jit-compile", default="auto", choices=["auto", "true", "false"])
     parser.add_argument("--xla", action="store_true", help="the same as --jit-compile true")
+    parser.add_argument(
+        "--head-metrics",
+        action="store_true",
+        help="compile each head with its metrics, as `tfscones train` does (entmax: support size)",
+    )
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.steps < 2:
@@ -166,7 +174,8 @@ def main() -> None:
     tokens = args.batch * args.length
     print(
         f"device: {device[0]}, preset: {args.preset}, vocab: {args.vocab}, "
-        f"{tokens} target tokens a step, jit_compile: {args.jit_compile}"
+        f"{tokens} target tokens a step, jit_compile: {args.jit_compile}, "
+        f"head metrics: {'yes' if args.head_metrics else 'no'}"
     )
     seconds = time_all(args)
     forwarded = [a for a in sys.argv[1:] if a != "--memory-of"]

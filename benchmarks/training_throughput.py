@@ -3,7 +3,7 @@
     python -m benchmarks.training_throughput                 # small preset, vocabulary 8,000
     python -m benchmarks.training_throughput --xla           # the same, compiled with XLA
     python -m benchmarks.training_throughput --preset tiny --steps 5 --rounds 2   # a quick look
-    python -m benchmarks.training_throughput --head-metrics  # with the metrics `tfscones train` adds
+    python -m benchmarks.training_throughput --head-metrics  # the metrics `tfscones train` adds
 
 Each head trains the same `Seq2SeqTransformer` preset (softmax with cross-entropy, SCONES α=0.5,
 entmax-1.5 with its Fenchel-Young loss) with Adam on the same batches of random token ids, every

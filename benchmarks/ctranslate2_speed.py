@@ -43,6 +43,7 @@ import tensorflow as tf  # noqa: E402
 
 from benchmarks.ctranslate2_convert import convert_run  # noqa: E402
 from benchmarks.ctranslate2_decoder import CTranslate2Decoder  # noqa: E402
+from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.serving import RequestLimits, export_run  # noqa: E402
 from tfscones.serving.export import ExportSettings  # noqa: E402
@@ -211,8 +212,7 @@ def parse_arguments(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     arguments = parse_arguments(argv)
-    tf.config.threading.set_intra_op_parallelism_threads(arguments.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    run_tensorflow_on_threads(arguments.threads)
     sentences = read_lines(arguments.sentences)[: arguments.count]
     print(f"{arguments.run}, {len(sentences)} sentences from {arguments.sentences}")
     print(f"{arguments.threads} thread(s) per engine, median of {arguments.repeats} pass(es)")

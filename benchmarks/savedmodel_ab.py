@@ -27,6 +27,7 @@ import_tensorflow_quietly()
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
 
+from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 
 SIGNATURES = ("translate", "translate_beam")
@@ -79,8 +80,7 @@ def parse_arguments(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     arguments = parse_arguments(argv)
-    tf.config.threading.set_intra_op_parallelism_threads(arguments.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    run_tensorflow_on_threads(arguments.threads)
     sentences = read_lines(arguments.sentences)[: arguments.count]
     loaded = [tf.saved_model.load(str(arguments.first)), tf.saved_model.load(str(arguments.second))]
     print(f"A: {arguments.first}\nB: {arguments.second}")

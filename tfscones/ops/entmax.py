@@ -271,6 +271,7 @@ def _newton_on_few_rows(scaled, alpha, state, step, max_steps, capacity):
     _, few_state = _newton_loop(
         tf.gather(scaled, positions), alpha, few_state, step, max_steps, any_left
     )
+    # Unfilled slots repeat a real row's position; they write to an extra row, dropped after.
     row_count = tf.shape(scaled)[0]
     targets = tf.where(filled, positions, row_count)[:, tf.newaxis]
     return tuple(

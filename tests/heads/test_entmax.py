@@ -171,3 +171,64 @@ def test_entmax_support_size_counts_non_zero_probabilities():
     metric = entmax.EntmaxSupportSize(alpha=2.0)
     metric.update_state(np.array([[1, 2], [1, 0]]), logits)  # sparsemax supports 1, 3, 3; pad
     assert float(metric.result()) == pytest.approx(7 / 3)
+
+
+def bisection_threshold_in_float64(scaled, alpha):
+    """τ `[..., 1]` solving Σ [x - τ]_+^(1/(α-1)) = 1 (Peters & Martins 2021, eq. 4), bisected."""
+    low = scaled.max(-1, keepdims=True) - 1.0
+    width = 1.0
+    for _ in range(80):
+        width /= 2
+        middle = low + width
+        mass = (np.maximum(scaled - middle, 0.0) ** (1.0 / (alpha - 1.0))).sum(-1, keepdims=True)
+        low = np.where(mass >= 1.0, middle, low)
+    return low
+
+
+@pytest.mark.parametrize("alpha", [2.0, 1.5, 1.3])
+def test_entmax_support_size_on_long_and_masked_rows_equals_the_definition(alpha):
+    # 3,000 logits (the candidate path for α ∈ {1.5, 2}), one masked logit, padded positions.
+    logits = np.random.default_rng(5).normal(size=(2, 3, 3000)).astype(np.float32) * 3
+    logits[1, 0, :40] = -math.inf
+    targets = np.array([[5, 7, 0], [2999, 1, 2]])
+    scaled = (alpha - 1.0) * logits.astype(np.float64)
+    expected = (scaled > bisection_threshold_in_float64(scaled, alpha)).sum(-1)
+    expected = expected[targets != 0].mean()
+    metric = entmax.EntmaxSupportSize(alpha=alpha)
+    metric.update_state(targets, tf.constant(logits))
+    assert float(metric.result()) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
+def test_support_size_metric_counts_with_the_thresholds_its_loss_found(mode, monkeypatch):
+    searches = []
+    search = entmax._statistics_of_masked_logits
+
+    def counted_search(*args):
+        searches.append(args[1:])
+        return search(*args)
+
+    monkeypatch.setattr(entmax, "_statistics_of_masked_logits", counted_search)
+    logits = tf.constant(np.random.default_rng(6).normal(size=(2, 3, 3000)).astype(np.float32))
+    targets = tf.constant([[5, 7, 0], [2999, 1, 2]])
+    loss, shared, other_alpha = (
+        entmax.EntmaxLoss(alpha=1.5),
+        entmax.EntmaxSupportSize(alpha=1.5),
+        entmax.EntmaxSupportSize(alpha=2.0),
+    )
+
+    def step(logits):
+        logits = tf.identity(logits)  # a tensor of the step, as a model's output is
+        value = loss(targets, logits)
+        shared.update_state(targets, logits)
+        other_alpha.update_state(targets, tf.identity(logits))
+        return value
+
+    if mode == "eager":
+        step(logits)
+    else:
+        tf.function(step, jit_compile=mode == "xla")(logits)
+    assert searches == [(1.5, 50), (2.0, 50)]  # the loss's, and the other α's own
+    alone = entmax.EntmaxSupportSize(alpha=1.5)
+    alone.update_state(targets, logits)
+    assert float(shared.result()) == pytest.approx(float(alone.result()), rel=1e-6)

@@ -16,6 +16,7 @@ import tensorflow as tf
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.heads.base import OutputHead, as_float32
 from tfscones.heads.loss_base import TokenLoss, TokenMean, add_at_targets, gold_logits
+from tfscones.heads.threshold_memo import ENTMAX_THRESHOLDS
 from tfscones.ops import entmax as entmax_ops
 
 
@@ -98,11 +99,18 @@ def entmax_token_loss(
     Returns:
         float32 per-token losses `[...]`, non-negative.
     """
+    return _token_loss_and_threshold(targets, logits, alpha, label_smoothing, n_iter)[0]
+
+
+def _token_loss_and_threshold(targets, logits, alpha, label_smoothing, n_iter):
+    """`entmax_token_loss` and the thresholds τ `[..., 1]` it found on the way."""
     vocab_size = tf.shape(logits)[-1]
+    thresholds = []
 
     @tf.custom_gradient
     def loss_and_gradient(z):
         tau, p_dot_z, power_sum = _statistics_of_masked_logits(z, alpha, n_iter)
+        thresholds.append(tau)
         target_dot_z = (1.0 - label_smoothing) * gold_logits(targets, z)
         if label_smoothing > 0.0:
             target_dot_z += label_smoothing * tf.reduce_mean(z, axis=-1)
@@ -125,7 +133,21 @@ def entmax_token_loss(
     if label_smoothing > 0.0:
         infinite |= tf.equal(tf.reduce_min(logits, axis=-1), -math.inf)
     loss = tf.where(infinite, tf.constant(math.inf), loss)
-    return tf.where(_invalid_rows(logits), tf.constant(math.nan), loss)
+    return tf.where(_invalid_rows(logits), tf.constant(math.nan), loss), thresholds[0]
+
+
+def support_sizes(logits: tf.Tensor, tau: tf.Tensor, alpha: float) -> tf.Tensor:
+    """How many tokens of each row have non-zero α-entmax probability: (α - 1) z_j > τ.
+
+    Args:
+        logits: float32 logits `[..., V]`.
+        tau: Thresholds `[..., 1]` from `entmax_statistics`, on the scale of (α - 1) z.
+        alpha: Entmax α > 1.
+
+    Returns:
+        float32 `[...]`.
+    """
+    return tf.reduce_sum(tf.cast((alpha - 1.0) * logits > tau, tf.float32), axis=-1)
 
 
 def _all_finite(logits: tf.Tensor) -> tf.Tensor:
@@ -207,7 +229,11 @@ class EntmaxLoss(TokenLoss):
         self.n_iter = int(n_iter)
 
     def per_token_loss(self, targets, logits):
-        return entmax_token_loss(targets, logits, self.alpha, self.label_smoothing, self.n_iter)
+        loss, tau = _token_loss_and_threshold(
+            targets, logits, self.alpha, self.label_smoothing, self.n_iter
+        )
+        ENTMAX_THRESHOLDS.remember(logits, (self.alpha, self.n_iter), tau)
+        return loss
 
     def get_config(self):
         return {**super().get_config(), "alpha": self.alpha, "n_iter": self.n_iter}
@@ -234,6 +260,9 @@ class SparsemaxLoss(EntmaxLoss):
 class EntmaxSupportSize(TokenMean):
     """Mean number of tokens with non-zero α-entmax probability (Peters & Martins 2021, Table 5).
 
+    Compiled beside `EntmaxLoss` with the same α and n_iter, it counts with the thresholds the
+    loss found for the same logits (`threshold_memo`); alone, it finds them itself.
+
     Args:
         alpha: Entmax α > 1 of the head.
         n_iter: Bisection steps for α other than 1.5 and 2.
@@ -249,8 +278,10 @@ class EntmaxSupportSize(TokenMean):
 
     def per_token_value(self, targets, logits):
         del targets
-        probabilities = entmax_ops.entmax_forward(logits, self.alpha, self.n_iter)
-        return tf.reduce_sum(tf.cast(probabilities > 0, tf.float32), axis=-1)
+        tau = ENTMAX_THRESHOLDS.find(logits, (self.alpha, self.n_iter))
+        if tau is None:
+            tau = _statistics_of_masked_logits(logits, self.alpha, self.n_iter)[0]
+        return support_sizes(logits, tau, self.alpha)
 
     def get_config(self):
         return {**super().get_config(), "alpha": self.alpha, "n_iter": self.n_iter}

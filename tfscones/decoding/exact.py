@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -503,20 +503,16 @@ def _cached_step(model: StepModel):
     row's cache from the pool's `entries` (`parent_slots`, padded with slot 0, holds at least
     `positions + 1` columns), its sentence's source tensors, steps `tokens` at `positions`,
     writes each row's new entry to its slot in `entries`, and returns the head's log scores.
-    A model with `prefix_cache` (`Seq2SeqTransformer`) steps on its `PrefixCache`, which returns
-    the new entries alone; any other model on an `initial_cache`-shaped cache, from which the
-    new entries are read back. Made once per model.
+    The kind of cache it steps on depends on the model (`_cache_access`). Made once per model.
     """
 
     def build(model_ref):
-        layout = _CacheLayout.of(model_ref())
-        prefixes = hasattr(model_ref(), "prefix_cache")
+        cache_of, new_entries_of = _cache_access(model_ref())
 
         @tf.function(reduce_retracing=True)
         def step(entries, source, sentences, parent_slots, positions, tokens, slots):
             model = model_ref()
-            parent_entries = tf.gather(entries, parent_slots)
-            cache = model.prefix_cache(parent_entries) if prefixes else layout.cache(parent_entries)
+            cache = cache_of(model, tf.gather(entries, parent_slots))
             encoder_outputs, padding_mask, cross_attention_cache = tf.nest.map_structure(
                 lambda tensor: tf.gather(tensor, sentences), source
             )
@@ -528,16 +524,36 @@ def _cached_step(model: StepModel):
                 positions,
                 cross_attention_cache=cross_attention_cache,
             )
-            if prefixes:
-                new_entries = model.prefix_entries(cache)
-            else:
-                new_entries = layout.entries_at(cache, positions)
+            new_entries = new_entries_of(model, cache, positions)
             entries.scatter_update(tf.IndexedSlices(new_entries, slots))
             return model.head.log_scores(logits)
 
         return step
 
     return per_model_function(model, (_cached_step,), build)
+
+
+def _cache_access(model: StepModel) -> tuple[Callable, Callable]:
+    """How `_cached_step` makes `model`'s cache from pooled entries, and takes the new ones out.
+
+    Returns:
+        `(cache_of, new_entries_of)`: `cache_of(model, parent_entries)` makes the step's cache
+        from each row's gathered entries; `new_entries_of(model, cache, positions)` takes each
+        row's new entry `[rows, *entry_shape]` from the cache the step returns. A model with
+        `prefix_cache` (`Seq2SeqTransformer`) steps on a `PrefixCache`, which returns the new
+        entries alone; any other model on an `initial_cache`-shaped cache (`_CacheLayout`).
+        Both take the model as an argument, so that the step holds it weakly.
+    """
+    if hasattr(model, "prefix_cache"):
+        return (
+            lambda model, entries: model.prefix_cache(entries),
+            lambda model, cache, positions: model.prefix_entries(cache),
+        )
+    layout = _CacheLayout.of(model)
+    return (
+        lambda model, entries: layout.cache(entries),
+        lambda model, cache, positions: layout.entries_at(cache, positions),
+    )
 
 
 def exact_translate(

@@ -406,10 +406,7 @@ def exact_search(
         )
     ]
     step = functools.partial(
-        _step_states,
-        _cached_step(model),
-        pool,
-        (source.encoder_outputs, source.source_padding_mask, source.cross_attention_cache),
+        _step_states, _cached_step(model), pool, source, common.step_weights(model)
     )
     _search_side_by_side(step, searches, rows_per_call)
     return [search.result() for search in searches]
@@ -465,13 +462,16 @@ def candidate_tokens(log_scores: np.ndarray, bounds: np.ndarray) -> list[np.ndar
     return np.split(tokens, np.searchsorted(rows, np.arange(1, len(log_scores))))
 
 
-def _step_states(step, pool: _CachePool, source: tuple, requests: list) -> tuple:
+def _step_states(
+    step, pool: _CachePool, source: common.EncodedSource, weights: Any, requests: list
+) -> tuple:
     """One batched decoder step of `(sentence, _State)` requests, each from its parent's cache.
 
     Args:
         step: From `_cached_step`.
         pool: The cache pool; each state's new keys and values go to a slot allocated here.
-        source: The sentences' `(encoder_outputs, source_padding_mask, cross_attention_cache)`.
+        source: The sentences' encoder tensors, one row per sentence.
+        weights: `common.step_weights(model)`, made once per search.
         requests: The states, with the index of their sentence.
 
     Returns:
@@ -487,6 +487,7 @@ def _step_states(step, pool: _CachePool, source: tuple, requests: list) -> tuple
     log_scores = step(
         pool.entries,
         source,
+        weights,
         tf.constant([i for i, _ in requests], tf.int32),
         tf.constant(parent_slots),
         tf.constant(positions),
@@ -499,10 +500,11 @@ def _step_states(step, pool: _CachePool, source: tuple, requests: list) -> tuple
 def _cached_step(model: StepModel):
     """The `tf.function` of one decoder step of states from their parents' cached positions.
 
-    `step(entries, source, sentences, parent_slots, positions, tokens, slots)` gathers each
-    row's cache from the pool's `entries` (`parent_slots`, padded with slot 0, holds at least
-    `positions + 1` columns), its sentence's source tensors, steps `tokens` at `positions`,
-    writes each row's new entry to its slot in `entries`, and returns the head's log scores.
+    `step(entries, source, weights, sentences, parent_slots, positions, tokens, slots)`
+    gathers each row's cache from the pool's `entries` (`parent_slots`, padded with slot 0,
+    holds at least `positions + 1` columns) and its sentence's rows of `source`, steps `tokens`
+    at `positions` with the search's step `weights`, writes each row's new entry to its slot in
+    `entries`, and returns the head's log scores.
     The kind of cache it steps on depends on the model (`_cache_access`). Made once per model.
     """
 
@@ -510,20 +512,11 @@ def _cached_step(model: StepModel):
         cache_of, new_entries_of = _cache_access(model_ref())
 
         @tf.function(reduce_retracing=True)
-        def step(entries, source, sentences, parent_slots, positions, tokens, slots):
+        def step(entries, source, weights, sentences, parent_slots, positions, tokens, slots):
             model = model_ref()
             cache = cache_of(model, tf.gather(entries, parent_slots))
-            encoder_outputs, padding_mask, cross_attention_cache = tf.nest.map_structure(
-                lambda tensor: tf.gather(tensor, sentences), source
-            )
-            logits, cache = model.decode_step(
-                tokens,
-                encoder_outputs,
-                padding_mask,
-                cache,
-                positions,
-                cross_attention_cache=cross_attention_cache,
-            )
+            rows = tf.nest.map_structure(lambda tensor: tf.gather(tensor, sentences), source)
+            logits, cache = common.decode_step(model, rows, tokens, cache, positions, weights)
             new_entries = new_entries_of(model, cache, positions)
             entries.scatter_update(tf.IndexedSlices(new_entries, slots))
             return model.head.log_scores(logits)

@@ -6,7 +6,9 @@
 
 Every loss runs on the same logits [tokens, vocab] and targets, as a `tf.function` computing the
 loss and its gradient with respect to the logits. Timings are interleaved (one run of each loss
-per round, several rounds, median reported) so that machine noise hits all losses alike.
+per round, 30 rounds, the median reported with the 10th to 90th percentiles) so that machine noise
+hits all losses alike. On a 2-core CPU under XLA one loss's time is often bimodal from call to
+call (the same call on the same logits), so a median of fewer rounds moves by tens of per cent.
 
 Peak memory is the extra memory one forward+backward step needs beyond its inputs: on a GPU the
 allocator's peak (`tf.config.experimental.get_memory_info`) after resetting it; on a CPU, where
@@ -29,6 +31,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -73,15 +77,21 @@ def make_step(name: str, xla: bool):
 
 
 def run_once(step, logits, targets) -> float:
+    """Seconds of one forward+backward, waiting for the gradient without copying it out.
+
+    Fetching one element waits for the whole gradient; fetching all of it (`numpy()`) would
+    add a copy of `[tokens, vocab]` floats (512 MB at 4,096 x 32,768) to every loss's time,
+    into fresh pages, whose cost varies from call to call by more than the losses differ.
+    """
     start = time.perf_counter()
     value, gradient = step(logits, targets)
     float(value)
-    gradient.numpy()
+    float(gradient[-1, -1])
     return time.perf_counter() - start
 
 
-def time_all(tokens: int, vocab: int, repeats: int, xla: bool) -> dict[str, float]:
-    """Median seconds per forward+backward of every loss, interleaved across rounds."""
+def time_all(tokens: int, vocab: int, repeats: int, xla: bool) -> dict[str, list[float]]:
+    """Seconds of every loss's forward+backward in each round, the losses interleaved."""
     logits, targets = make_inputs(tokens, vocab)
     steps = {name: make_step(name, xla) for name in LOSSES}
     for step in steps.values():
@@ -90,7 +100,7 @@ def time_all(tokens: int, vocab: int, repeats: int, xla: bool) -> dict[str, floa
     for _ in range(repeats):
         for name, step in steps.items():
             samples[name].append(run_once(step, logits, targets))
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
 
 
 def measure_peak_memory(name: str, tokens: int, vocab: int, xla: bool) -> int:
@@ -114,7 +124,8 @@ def peak_memory_in_fresh_process(name: str, tokens: int, vocab: int, xla: bool) 
 
 
 def print_header() -> None:
-    header = f"{'vocab':>6} {'loss':<24} {'ms':>9} {'time×CE':>8} {'MiB':>8} {'mem×CE':>7} "
+    header = f"{'vocab':>6} {'loss':<24} {'ms':>9} {'p10-p90 ms':>13} {'time×CE':>8} "
+    header += f"{'MiB':>8} {'mem×CE':>7} "
     print(header + f"{'target':>7}  verdict", flush=True)
 
 
@@ -128,6 +139,7 @@ def print_rows(rows: list[dict]) -> None:
             verdict, target_text = ("meets" if met else "MISSES"), f"≤{target}×"
         print(
             f"{row['vocab']:>6} {row['loss']:<24} {row['seconds'] * 1e3:>9.1f} "
+            f"{row['low'] * 1e3:>6.1f}-{row['high'] * 1e3:<6.1f} "
             f"{row['time_ratio']:>8.2f} {row['peak_bytes'] / 2**20:>8.0f} "
             f"{row['memory_ratio']:>7.2f} {target_text:>7}  {verdict}",
             flush=True,
@@ -138,7 +150,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--vocab", type=int, nargs="+", default=[8192, 32768])
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=30, help="interleaved rounds")
     parser.add_argument("--xla", action="store_true", help="compile with jit_compile=True")
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -150,7 +162,8 @@ def main() -> None:
     print(f"device: {device[0]}, tokens: {args.tokens}, xla: {args.xla}, repeats: {args.repeats}")
     print_header()
     for vocab in args.vocab:
-        seconds = time_all(args.tokens, vocab, args.repeats, args.xla)
+        samples = time_all(args.tokens, vocab, args.repeats, args.xla)
+        seconds = {name: statistics.median(values) for name, values in samples.items()}
         memory = {
             name: peak_memory_in_fresh_process(name, args.tokens, vocab, args.xla)
             for name in LOSSES
@@ -164,6 +177,8 @@ def main() -> None:
                     "vocab": vocab,
                     "loss": name,
                     "seconds": seconds[name],
+                    "low": float(np.percentile(samples[name], 10)),
+                    "high": float(np.percentile(samples[name], 90)),
                     "time_ratio": seconds[name] / seconds[BASELINE],
                     "peak_bytes": memory[name],
                     "memory_ratio": memory[name] / max(memory[BASELINE], 1),

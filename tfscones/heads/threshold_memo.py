@@ -20,8 +20,11 @@ class ThresholdMemo:
     """The τ of the last few logits tensors, matched by identity and the mapping's settings.
 
     Entries hold their logits weakly, so a memo never keeps a batch of logits alive, and a
-    match means the very tensor the loss saw: same graph, same values. The newest `capacity`
-    entries are kept, enough for the replicas a `tf.distribute` strategy traces in turn.
+    match means the very tensor the loss saw: same graph, same values. Thresholds made while a
+    graph is traced are held weakly too (their graph keeps them as long as it lives, and a memo
+    must not keep old training graphs alive); eager ones, which nothing else holds, strongly.
+    The newest `capacity` entries are kept, enough for the replicas a `tf.distribute` strategy
+    traces in turn.
 
     Args:
         capacity: How many entries to keep.
@@ -33,16 +36,17 @@ class ThresholdMemo:
 
     def remember(self, logits: tf.Tensor, settings: tuple, tau: tf.Tensor) -> None:
         """Records the thresholds `tau` found for `logits` under `settings` (α, n_iter)."""
+        held = (lambda: tau) if tf.executing_eagerly() else weakref.ref(tau)
         with self._lock:
-            self._entries.append((weakref.ref(logits), settings, tau))
+            self._entries.append((weakref.ref(logits), settings, held))
 
     def find(self, logits: tf.Tensor, settings: tuple) -> tf.Tensor | None:
         """The thresholds recorded for this very `logits` tensor under `settings`, else None."""
         with self._lock:
             entries = list(self._entries)
-        for reference, entry_settings, tau in reversed(entries):
+        for reference, entry_settings, held in reversed(entries):
             if reference() is logits and entry_settings == settings:
-                return tau
+                return held()
         return None
 
 

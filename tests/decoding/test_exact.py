@@ -17,7 +17,12 @@ from tests.decoding.prefix_table import (
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.decoding import ParallelExperts
 from tfscones.decoding.beam import beam_search
-from tfscones.decoding.exact import candidate_tokens, exact_search
+from tfscones.decoding.exact import (
+    candidate_entries,
+    candidate_thresholds,
+    candidates_by_row,
+    exact_search,
+)
 from tfscones.models import LatentExpertTransformer
 
 
@@ -219,11 +224,12 @@ def test_bad_settings_are_named(argument, value):
         exact_search(model, SOURCE, **{argument: value})
 
 
-def test_candidate_tokens_keep_every_child_that_beats_its_bound():
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_candidates_are_every_child_that_beats_its_bound_and_eos(jit_compile):
     log_scores = np.array(
         [
             [-1.0, -2.0, -3.0, -0.5],
-            [-4.0, -4.0, -4.0, -4.0],  # No token beats this row's bound.
+            [-4.0, -4.0, -4.0, -4.0],  # No token beats this row's bound; EOS (id 1) is kept.
             [-2.0, -1e-3, -7.0, -2.5],
         ],
         np.float32,
@@ -232,9 +238,13 @@ def test_candidate_tokens_keep_every_child_that_beats_its_bound():
     # Row 0's token 1 ties its bound (kept, within the margin; `expand` drops it); row 2's
     # token 0 beats its bound by 1e-12, which float32 cannot tell from a tie.
     best = np.array([-12.0, -2.0, -5.0 - 1e-12])
-    candidates = candidate_tokens(log_scores, best - prefix_scores)
-    assert [row.tolist() for row in candidates] == [[0, 1, 3], [], [0, 1]]
-    for row, tokens in enumerate(candidates):
+    thresholds = candidate_thresholds(best - prefix_scores)
+    find = tf.function(candidate_entries, jit_compile=jit_compile)
+    entries = [tensor.numpy() for tensor in find(tf.constant(log_scores), tf.constant(thresholds))]
+    candidates = candidates_by_row(*entries, row_count=3)
+    assert [tokens.tolist() for tokens, _ in candidates] == [[0, 1, 3], [1], [0, 1]]
+    for row, (tokens, scores) in enumerate(candidates):
+        np.testing.assert_array_equal(scores, log_scores[row, tokens])
         beating = np.flatnonzero(
             prefix_scores[row] + log_scores[row].astype(np.float64) > best[row]
         )

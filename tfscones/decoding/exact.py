@@ -272,23 +272,24 @@ class _SentenceSearch:
         return popped
 
     def expand(
-        self, state: _State, log_scores: np.ndarray, candidates: np.ndarray, slot: int
+        self, state: _State, candidates: np.ndarray, log_scores: np.ndarray, slot: int
     ) -> None:
         """Completes the state's children that beat the best, or pushes them as a frame.
 
         Args:
             state: The expanded prefix.
-            log_scores: The head's log scores of its next token.
-            candidates: Ascending ids of the tokens that may beat the best (`candidate_tokens`):
-                every child that does is among them and EOS, whether or not it is listed.
+            candidates: Ascending ids of the tokens that may beat the best, EOS always among
+                them (`candidate_entries`): every child that does is listed.
+            log_scores: The head's log score of each candidate as the next token.
             slot: The pool slot of its last position's keys and values.
         """
         prefix = state.prefix
-        eos_score = state.score + float(log_scores[EOS_ID])
+        is_eos = candidates == EOS_ID
+        eos_score = state.score + float(log_scores[is_eos][0])
         if eos_score > self.best_score:
             self._improve(prefix + (EOS_ID,), eos_score)
-        candidates = candidates[candidates != EOS_ID]
-        child_scores = state.score + log_scores[candidates].astype(np.float64)
+        candidates = candidates[~is_eos]
+        child_scores = state.score + log_scores[~is_eos].astype(np.float64)
         beating = child_scores > self.best_score
         candidates, child_scores = candidates[beating], child_scores[beating]
         if candidates.size == 0:
@@ -416,9 +417,9 @@ def _search_side_by_side(step, searches: list[_SentenceSearch], rows_per_call: i
     """Runs every sentence's search, expanding the prefixes of all of them in shared steps.
 
     Args:
-        step: `step(requests) -> (log_scores, slots)` for a list of `(sentence, _State)`:
-            the head's log scores `[len(requests), vocabulary]` of each state's next token,
-            and the pool slot of each state's last position.
+        step: `step(requests, thresholds) -> (candidates, slots)` for a list of
+            `(sentence, _State)` and their `candidate_thresholds`: each state's candidate next
+            tokens and their log scores, and the pool slot of its last position.
         searches: The sentences' searches.
         rows_per_call: Most states per step.
     """
@@ -429,41 +430,72 @@ def _search_side_by_side(step, searches: list[_SentenceSearch], rows_per_call: i
             (i, state) for i in active[:rows_per_call] for state in searches[i].pop(per_sentence)
         ]
         if requests:
-            log_scores, slots = step(requests)
             bounds = np.array([searches[i].best_score - state.score for i, state in requests])
-            candidates = candidate_tokens(log_scores, bounds)
+            candidates, slots = step(requests, candidate_thresholds(bounds))
             # In reverse, so that each sentence's best popped prefix ends on top of its stack.
             for row in reversed(range(len(requests))):
                 i, state = requests[row]
-                searches[i].expand(state, log_scores[row], candidates[row], int(slots[row]))
+                searches[i].expand(state, *candidates[row], int(slots[row]))
         for i in active:
             if searches[i].done:
                 searches[i].close()
         active = [i for i in active if not searches[i].done]
 
 
-def candidate_tokens(log_scores: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
-    """Per row, the tokens whose log score may exceed the row's bound, found for all rows at once.
+def candidate_thresholds(bounds: np.ndarray) -> np.ndarray:
+    """float32 thresholds a little below each row's bound, for `candidate_entries`.
 
     A child beats the best translation when `prefix score + log score > best`, summed in float64;
-    here `bounds` = best - prefix score. The float32 comparison keeps a margin below each bound,
-    so the tokens returned are a superset of those that beat it (`_SentenceSearch.expand` checks
-    them exactly), and the per-row work that remains is on those few tokens, not the vocabulary.
+    `bounds` = best - prefix score. The thresholds keep a margin below each bound, so the tokens
+    above them are a superset of those that beat it (`_SentenceSearch.expand` checks them
+    exactly), whatever float32 rounding does to the comparison.
 
     Args:
-        log_scores: float32 `[rows, vocabulary]`.
         bounds: float64 `[rows]`.
 
     Returns:
-        One int array of ascending token ids per row.
+        float32 `[rows]`.
     """
     margin = 1e-5 * (1.0 + np.abs(bounds))
-    rows, tokens = np.nonzero(log_scores > (bounds - margin).astype(np.float32)[:, np.newaxis])
-    return np.split(tokens, np.searchsorted(rows, np.arange(1, len(log_scores))))
+    return (bounds - margin).astype(np.float32)
+
+
+def candidate_entries(
+    log_scores: tf.Tensor, thresholds: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """The tokens of every row whose log score exceeds the row's threshold, and every row's EOS.
+
+    Found in the step itself, so that only these few leave it, not the vocabulary's scores.
+
+    Args:
+        log_scores: float32 `[rows, vocabulary]`.
+        thresholds: float32 `[rows]`, from `candidate_thresholds`.
+
+    Returns:
+        `(rows, tokens, scores)`, one entry per candidate, ordered by row and then token id:
+        int32 `[candidates]` twice and their float32 log scores.
+    """
+    is_eos = tf.equal(tf.range(tf.shape(log_scores)[1]), EOS_ID)
+    kept = tf.where((log_scores > thresholds[:, tf.newaxis]) | is_eos[tf.newaxis, :])
+    entries = tf.cast(kept, tf.int32)
+    return entries[:, 0], entries[:, 1], tf.gather_nd(log_scores, kept)
+
+
+def candidates_by_row(
+    rows: np.ndarray, tokens: np.ndarray, scores: np.ndarray, row_count: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`candidate_entries`'s output as one `(tokens, log scores)` pair per row."""
+    ends = np.searchsorted(rows, np.arange(1, row_count))
+    return list(zip(np.split(tokens, ends), np.split(scores, ends), strict=True))
 
 
 def _step_states(
-    step, pool: _CachePool, source: common.EncodedSource, weights: Any, requests: list
+    step,
+    pool: _CachePool,
+    source: common.EncodedSource,
+    weights: Any,
+    requests: list,
+    thresholds: np.ndarray,
 ) -> tuple:
     """One batched decoder step of `(sentence, _State)` requests, each from its parent's cache.
 
@@ -473,10 +505,12 @@ def _step_states(
         source: The sentences' encoder tensors, one row per sentence.
         weights: `common.step_weights(model)`, made once per search.
         requests: The states, with the index of their sentence.
+        thresholds: float32 `[len(requests)]`, from `candidate_thresholds`.
 
     Returns:
-        `(log_scores, slots)`: float32 `[len(requests), vocabulary]` and int32
-        `[len(requests)]`, the slot of each state's last position.
+        `(candidates, slots)`: per state, its candidate next tokens and their log scores
+        (`candidates_by_row`), and int32 `[len(requests)]`, the slot of each state's last
+        position.
     """
     slots = pool.allocate(len(requests))
     positions = np.array([len(state.prefix) for _, state in requests], np.int32)
@@ -484,7 +518,7 @@ def _step_states(
     parent_slots = np.zeros([len(requests), width], np.int32)
     for row, (_, state) in enumerate(requests):
         parent_slots[row, : len(state.parent_slots)] = state.parent_slots
-    log_scores = step(
+    entries = step(
         pool.entries,
         source,
         weights,
@@ -493,33 +527,38 @@ def _step_states(
         tf.constant(positions),
         tf.constant([state.token for _, state in requests], tf.int32),
         tf.constant(slots),
+        tf.constant(thresholds),
     )
-    return log_scores.numpy(), slots
+    rows, tokens, scores = (tensor.numpy() for tensor in entries)
+    return candidates_by_row(rows, tokens, scores, len(requests)), slots
 
 
 def _cached_step(model: StepModel):
     """The `tf.function` of one decoder step of states from their parents' cached positions.
 
-    `step(entries, source, weights, sentences, parent_slots, positions, tokens, slots)`
-    gathers each row's cache from the pool's `entries` (`parent_slots`, padded with slot 0,
-    holds at least `positions + 1` columns) and its sentence's rows of `source`, steps `tokens`
-    at `positions` with the search's step `weights`, writes each row's new entry to its slot in
-    `entries`, and returns the head's log scores.
-    The kind of cache it steps on depends on the model (`_cache_access`). Made once per model.
+    `step(entries, source, weights, sentences, parent_slots, positions, tokens, slots,
+    thresholds)` gathers each row's cache from the pool's `entries` (`parent_slots`, padded
+    with slot 0, holds at least `positions + 1` columns) and its sentence's rows of `source`,
+    steps `tokens` at `positions` with the search's step `weights`, writes each row's new entry
+    to its slot in `entries`, and returns the `candidate_entries` of the head's log scores
+    above `thresholds`. The kind of cache it steps on depends on the model (`_cache_access`).
+    Made once per model.
     """
 
     def build(model_ref):
         cache_of, new_entries_of = _cache_access(model_ref())
 
         @tf.function(reduce_retracing=True)
-        def step(entries, source, weights, sentences, parent_slots, positions, tokens, slots):
+        def step(
+            entries, source, weights, sentences, parent_slots, positions, tokens, slots, thresholds
+        ):
             model = model_ref()
             cache = cache_of(model, tf.gather(entries, parent_slots))
             rows = tf.nest.map_structure(lambda tensor: tf.gather(tensor, sentences), source)
             logits, cache = common.decode_step(model, rows, tokens, cache, positions, weights)
             new_entries = new_entries_of(model, cache, positions)
             entries.scatter_update(tf.IndexedSlices(new_entries, slots))
-            return model.head.log_scores(logits)
+            return candidate_entries(model.head.log_scores(logits), thresholds)
 
         return step
 

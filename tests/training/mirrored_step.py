@@ -1,7 +1,8 @@
 """One training step under MirroredStrategy (two logical CPUs) and under the default strategy.
 
 Run as a script (logical devices must be configured before TensorFlow starts): prints one JSON
-line per head with both losses and the largest weight difference after the step.
+line per head with both losses, both steps' head metrics (each model is compiled with
+`head.metrics()`, as `tfscones train` does) and the largest weight difference after the step.
 """
 
 import json
@@ -39,20 +40,27 @@ def one_step(strategy, head, initial_weights):
         model({"source_ids": SOURCE, "target_in_ids": TARGET_IN})
         if initial_weights is not None:
             model.set_weights(initial_weights)
-        model.compile(optimizer=keras.optimizers.SGD(1.0), loss=model.head.loss())
+        model.compile(
+            optimizer=keras.optimizers.SGD(1.0),
+            loss=model.head.loss(),
+            metrics=model.head.metrics(),
+        )
     inputs = {"source_ids": SOURCE, "target_in_ids": TARGET_IN}
     batch = tf.data.Dataset.from_tensors((inputs, TARGET))
     weights = [w.copy() for w in model.get_weights()]
-    loss = model.fit(batch, epochs=1, verbose=0).history["loss"][0]
-    return loss, weights, model.get_weights()
+    history = model.fit(batch, epochs=1, verbose=0).history
+    metrics = {name: values[0] for name, values in history.items() if name != "loss"}
+    return history["loss"][0], metrics, weights, model.get_weights()
 
 
 def main():
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     for head in ("softmax", "sigmoid", "sparsemax"):
         keras.utils.set_random_seed(0)
-        default_loss, initial, default_after = one_step(tf.distribute.get_strategy(), head, None)
-        mirrored_loss, _, mirrored_after = one_step(mirrored, head, initial)
+        default_loss, default_metrics, initial, default_after = one_step(
+            tf.distribute.get_strategy(), head, None
+        )
+        mirrored_loss, mirrored_metrics, _, mirrored_after = one_step(mirrored, head, initial)
         moved = max(np.abs(a - b).max() for a, b in zip(default_after, initial, strict=True))
         difference = max(
             np.abs(a - b).max() for a, b in zip(default_after, mirrored_after, strict=True)
@@ -64,6 +72,8 @@ def main():
                     "replicas": mirrored.num_replicas_in_sync,
                     "default_loss": default_loss,
                     "mirrored_loss": mirrored_loss,
+                    "default_metrics": default_metrics,
+                    "mirrored_metrics": mirrored_metrics,
                     "weights_moved": float(moved),
                     "max_weight_difference": float(difference),
                 }

@@ -32,6 +32,11 @@ def test_mirrored_step_equals_default_step_with_unequal_tokens_per_replica(mirro
     row = mirrored_results[head]
     assert row["replicas"] == 2
     assert row["mirrored_loss"] == pytest.approx(row["default_loss"], rel=1e-5)
+    # Head metrics (sparsemax's support size counts with the loss's thresholds, which each
+    # replica's loss records for its own logits) agree across the replicas' split too.
+    assert row["mirrored_metrics"].keys() == row["default_metrics"].keys()
+    for name, value in row["default_metrics"].items():
+        assert row["mirrored_metrics"][name] == pytest.approx(value, rel=1e-5), name
     # The step moved the weights by O(1); both strategies moved them the same way.
     assert row["weights_moved"] > 0.1
     assert row["max_weight_difference"] < 1e-5

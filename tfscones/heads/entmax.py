@@ -136,20 +136,6 @@ def _token_loss_and_threshold(targets, logits, alpha, label_smoothing, n_iter):
     return tf.where(_invalid_rows(logits), tf.constant(math.nan), loss), thresholds[0]
 
 
-def support_sizes(logits: tf.Tensor, tau: tf.Tensor, alpha: float) -> tf.Tensor:
-    """How many tokens of each row have non-zero α-entmax probability: (α - 1) z_j > τ.
-
-    Args:
-        logits: float32 logits `[..., V]`.
-        tau: Thresholds `[..., 1]` from `entmax_statistics`, on the scale of (α - 1) z.
-        alpha: Entmax α > 1.
-
-    Returns:
-        float32 `[...]`.
-    """
-    return tf.reduce_sum(tf.cast((alpha - 1.0) * logits > tau, tf.float32), axis=-1)
-
-
 def _all_finite(logits: tf.Tensor) -> tf.Tensor:
     """Whether every logit is finite: one sum per row, NaN or infinite as soon as one logit is."""
     return tf.reduce_all(tf.math.is_finite(tf.reduce_sum(logits, axis=-1)))
@@ -281,7 +267,8 @@ class EntmaxSupportSize(TokenMean):
         tau = ENTMAX_THRESHOLDS.find(logits, (self.alpha, self.n_iter))
         if tau is None:
             tau = _statistics_of_masked_logits(logits, self.alpha, self.n_iter)[0]
-        return support_sizes(logits, tau, self.alpha)
+        support_size = entmax_ops.support_size((self.alpha - 1.0) * logits, tau)
+        return tf.cast(support_size[..., 0], tf.float32)
 
     def get_config(self):
         return {**super().get_config(), "alpha": self.alpha, "n_iter": self.n_iter}

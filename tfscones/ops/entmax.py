@@ -140,8 +140,20 @@ def _bisection_threshold(scaled: tf.Tensor, alpha: float, n_iter: int):
         return (step < n_iter) & tf.reduce_any(tau_low + 0.5 * width != tau_low)
 
     _, tau, _ = tf.while_loop(can_progress, bisection_step, (tf.constant(0), tau_low, width))
-    support_size = tf.reduce_sum(tf.cast(scaled > tau, tf.int32), axis=-1, keepdims=True)
-    return tau, support_size
+    return tau, support_size(scaled, tau)
+
+
+def support_size(scaled: tf.Tensor, tau: tf.Tensor) -> tf.Tensor:
+    """How many entries of each row have non-zero α-entmax probability: x_j = (α - 1) z_j > τ.
+
+    Args:
+        scaled: float32 `[..., V]`, the logits times α - 1.
+        tau: Thresholds `[..., 1]` on that scale (`entmax_statistics`).
+
+    Returns:
+        int32 `[..., 1]`.
+    """
+    return tf.reduce_sum(tf.cast(scaled > tau, tf.int32), axis=-1, keepdims=True)
 
 
 def newton_threshold(

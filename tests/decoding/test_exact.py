@@ -190,15 +190,20 @@ class UncachedSteps:
 
 @pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
 @pytest.mark.parametrize("budget", [10, 1000])
-@pytest.mark.parametrize("prefix_cache", [True, False])
-def test_cached_steps_search_exactly_as_whole_prefix_scoring(head, budget, prefix_cache):
+@pytest.mark.parametrize(
+    "hidden",
+    [(), ("prefix_cache", "prefix_entries"), ("source_groups",)],
+    ids=["prefixes-grouped", "slots-grouped", "prefixes-copied-sources"],
+)
+def test_cached_steps_search_exactly_as_whole_prefix_scoring(head, budget, hidden):
     """Same answers, states and completeness as scoring every prefix from scratch, whether
-    the steps run on each row's prefix (`PrefixCache`) or on a cache of slots."""
+    the steps run on each row's prefix (`PrefixCache`) or on a cache of slots, and whether a
+    step reads each sentence's encoder tensors once (`source_groups`) or copies them to every
+    row."""
     model = harness.tiny_model(10, head, eos_bias=-4.0)  # Long searches: EOS is unlikely.
     source = tf.constant([[4, 5, 6, EOS_ID], [7, 5, EOS_ID, 0], [9, EOS_ID, 0, 0]], tf.int32)
     settings = dict(beam_size=1, state_budget=budget, rows_per_call=16, max_length_a=1.0)
-    slots_only = harness.Hiding(model, hidden=("prefix_cache", "prefix_entries"))
-    searched = model if prefix_cache else slots_only
+    searched = harness.Hiding(model, hidden=hidden) if hidden else model
     cached = exact_search(searched, source, max_length_b=3.0, **settings)
     uncached = exact_search(UncachedSteps(model), source, max_length_b=3.0, **settings)
     assert [r.ids for r in cached] == [r.ids for r in uncached]

@@ -106,6 +106,57 @@ def test_rows_sharing_a_source_step_as_rows_with_the_source_repeated(overrides, 
         np.testing.assert_allclose(shared.numpy(), repeated.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_source_groups_give_each_source_width_places_its_rows_in_order():
+    # Sources 2, 0, 2, 1, 2, 0: source 2 has the most rows (3), so every source gets 3 places.
+    groups = decoder_step.SourceGroups.of(tf.constant([2, 0, 2, 1, 2, 0]))
+    assert int(groups.width) == 3
+    np.testing.assert_array_equal(groups.places.numpy(), [6, 0, 7, 3, 8, 1])
+
+
+@pytest.mark.parametrize("overrides", [{}, {"normalize_first": True}])
+@pytest.mark.parametrize("in_graph", [False, True])
+def test_rows_grouped_by_source_step_as_rows_with_their_sources_gathered(overrides, in_graph):
+    """`source_groups`: rows in any number and order per sentence read its encoder's tensors,
+    given once, as rows that each get their own copy of them (exact search's steps)."""
+    model = harness.small_model(VOCAB, **overrides)
+    encoder_outputs, mask = model.encode(tf.constant(SOURCE, tf.int32))
+    cross = model.cross_attention_cache(encoder_outputs)
+    row_sources = tf.constant([1, 0, 1, 1, 2, 0, 1])
+    rows = len(row_sources)
+    targets = tf.constant(np.resize(TARGET_IN[:, :4].T.ravel(), rows), tf.int32)
+    positions = tf.constant([3, 0, 1, 2, 3, 2, 0])
+    weights = model.step_weights()
+    cache = model.initial_cache(rows, 4) + tf.random.stateless_normal(
+        [rows, model.num_decoder_layers, 2, model.num_heads, 4, model.head_dim], seed=[1, 2]
+    )
+
+    def both(cache):
+        gather = lambda t: tf.gather(t, row_sources)  # noqa: E731
+        grouped, _ = model.decode_step(
+            targets,
+            encoder_outputs,
+            mask,
+            cache,
+            positions,
+            cross,
+            weights,
+            rows_per_source=model.source_groups(row_sources),
+        )
+        gathered, _ = model.decode_step(
+            targets,
+            gather(encoder_outputs),
+            gather(mask),
+            cache,
+            positions,
+            tf.nest.map_structure(gather, cross),
+            weights,
+        )
+        return grouped, gathered
+
+    grouped, gathered = (tf.function(both) if in_graph else both)(cache)
+    np.testing.assert_allclose(grouped.numpy(), gathered.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_growing_cache_holds_one_pair_per_layer_and_only_appends():
     model = harness.small_model(VOCAB, num_decoder_layers=3)
     _, caches = _steps(model, model.growing_cache(3), 4, model.step_weights())

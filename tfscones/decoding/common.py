@@ -184,7 +184,7 @@ def decode_step(
     cache: tf.Tensor,
     index: tf.Tensor | int,
     weights: Any = None,
-    rows_per_source: int = 1,
+    rows_per_source: Any = 1,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """One step of `model.decode_step` with the encoder's tensors of `source`.
 
@@ -198,13 +198,14 @@ def decode_step(
         weights: `step_weights(model)`, made before the loop; None for none.
         rows_per_source: Consecutive rows of `token_ids` per row of `source`, from
             `repeat_for_rows`; above 1 only for a model that `shares_sources`.
+            Or, for a model with `source_groups`, `model.source_groups(row_sources)`.
 
     Returns:
         `(logits, cache)`: float32 logits `[batch, vocabulary_size]` of the token at position
         `index + 1` and the updated cache.
     """
     extra = {} if weights is None else {"step_weights": weights}
-    if rows_per_source != 1:
+    if not (isinstance(rows_per_source, int) and rows_per_source == 1):
         extra["rows_per_source"] = rows_per_source
     return model.decode_step(
         token_ids,

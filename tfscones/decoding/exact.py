@@ -538,15 +538,16 @@ def _cached_step(model: StepModel):
 
     `step(entries, source, weights, sentences, parent_slots, positions, tokens, slots,
     thresholds)` gathers each row's cache from the pool's `entries` (`parent_slots`, padded
-    with slot 0, holds at least `positions + 1` columns) and its sentence's rows of `source`,
-    steps `tokens` at `positions` with the search's step `weights`, writes each row's new entry
-    to its slot in `entries`, and returns the `candidate_entries` of the head's log scores
-    above `thresholds`. The kind of cache it steps on depends on the model (`_cache_access`).
-    Made once per model.
+    with slot 0, holds at least `positions + 1` columns) and its sentence's encoder tensors
+    from `source` (`_source_access`), steps `tokens` at `positions` with the search's step
+    `weights`, writes each row's new entry to its slot in `entries`, and returns the
+    `candidate_entries` of the head's log scores above `thresholds`. The kind of cache it
+    steps on depends on the model (`_cache_access`). Made once per model.
     """
 
     def build(model_ref):
         cache_of, new_entries_of = _cache_access(model_ref())
+        sources_of = _source_access(model_ref())
 
         @tf.function(reduce_retracing=True)
         def step(
@@ -554,8 +555,10 @@ def _cached_step(model: StepModel):
         ):
             model = model_ref()
             cache = cache_of(model, tf.gather(entries, parent_slots))
-            rows = tf.nest.map_structure(lambda tensor: tf.gather(tensor, sentences), source)
-            logits, cache = common.decode_step(model, rows, tokens, cache, positions, weights)
+            step_source, rows_per_source = sources_of(model, source, sentences)
+            logits, cache = common.decode_step(
+                model, step_source, tokens, cache, positions, weights, rows_per_source
+            )
             new_entries = new_entries_of(model, cache, positions)
             entries.scatter_update(tf.IndexedSlices(new_entries, slots))
             return candidate_entries(model.head.log_scores(logits), thresholds)
@@ -585,6 +588,31 @@ def _cache_access(model: StepModel) -> tuple[Callable, Callable]:
     return (
         lambda model, entries: layout.cache(entries),
         lambda model, cache, positions: layout.entries_at(cache, positions),
+    )
+
+
+def _source_access(model: StepModel) -> Callable:
+    """How `_cached_step` gives its rows their sentences' encoder tensors.
+
+    Returns:
+        `sources_of(model, source, sentences)`, which returns the source and `rows_per_source`
+        that `common.decode_step` takes for rows of `sentences` (int32 `[rows]`, indices into
+        `source`). A model with `source_groups` (`Seq2SeqTransformer`) gets each sentence of
+        the step once, its cross-attention keys and values read once for all of its rows; any
+        other model a copy of its sentence's tensors for every row. Like `_cache_access`, the
+        model is an argument, so that the step holds it weakly.
+    """
+    if hasattr(model, "source_groups"):
+
+        def grouped(model, source, sentences):
+            present, row_sources = tf.unique(sentences)
+            present_source = tf.nest.map_structure(lambda t: tf.gather(t, present), source)
+            return present_source, model.source_groups(row_sources)
+
+        return grouped
+    return lambda model, source, sentences: (
+        tf.nest.map_structure(lambda t: tf.gather(t, sentences), source),
+        1,
     )
 
 

@@ -56,7 +56,9 @@ class StepModel(Protocol):
     tensors then hold one row per sentence, which serves that many consecutive rows of
     `token_ids` and `cache` (beam search's beams), so that a sentence's cross-attention is read
     once for all its beams (`tfscones.decoding.common.repeat_for_rows`). A model without it gets
-    the encoder's tensors repeated to every row.
+    the encoder's tensors repeated to every row. A model that also has
+    `source_groups(row_sources)` takes what it returns as `rows_per_source`, for rows that
+    decode their sources in any number each (exact search, `tfscones.decoding.exact`).
 
     Attributes:
         head: The `tfscones.heads.OutputHead` whose `log_scores` rank and score tokens.

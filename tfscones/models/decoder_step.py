@@ -71,6 +71,44 @@ class PrefixSlots(NamedTuple):
         return cls(visible[:, tf.newaxis, tf.newaxis, :])
 
 
+class SourceGroups(NamedTuple):
+    """Rows that decode their sources in any number each, for cross-attention without copies.
+
+    Exact search steps a varying number of prefixes of each sentence together. Rather than
+    give every row a copy of its sentence's cross-attention keys and values, a step lays the
+    rows' queries out per source, `[sources, width]` places (`width` the most rows of any
+    source, unused places zero), attends to each source's keys and values once for all of its
+    rows, and takes each row's output back from its place. The layout's size depends on the
+    rows' sources, so a step with it runs eagerly and in `tf.function`, not under XLA.
+
+    Attributes:
+        places: int32 `[rows]`, each row's place in the `[sources * width]` layout.
+        width: int32 scalar, the places per source.
+    """
+
+    places: tf.Tensor
+    width: tf.Tensor
+
+    @classmethod
+    def of(cls, row_sources: tf.Tensor) -> SourceGroups:
+        """The groups of rows decoding sources `row_sources` (int32 `[rows]`, in any order).
+
+        Rows of the same source take its places in their order; the sources are
+        `0..max(row_sources)`.
+        """
+        row_sources = tf.convert_to_tensor(row_sources, tf.int32)
+        order = tf.argsort(row_sources, stable=True)
+        sorted_sources = tf.gather(row_sources, order)
+        sorted_rows = tf.range(tf.size(row_sources))
+        first_of_source = tf.math.unsorted_segment_min(
+            sorted_rows, sorted_sources, tf.reduce_max(row_sources) + 1
+        )
+        ranks_sorted = sorted_rows - tf.gather(first_of_source, sorted_sources)
+        ranks = tf.scatter_nd(order[:, tf.newaxis], ranks_sorted, tf.shape(row_sources))
+        width = tf.reduce_max(ranks) + 1
+        return cls(places=row_sources * width + ranks, width=width)
+
+
 class Projection(NamedTuple):
     """A dense projection's weights as a step multiplies by them: `inputs @ kernel + bias`.
 
@@ -353,27 +391,58 @@ def _self_attention(attention, weights: LayerWeights, x, keys, values, slots):
 
 
 def _cross_attention(
-    attention, weights: LayerWeights, x, cross_keys, cross_values, visible, rows_per_source: int
+    attention,
+    weights: LayerWeights,
+    x,
+    cross_keys,
+    cross_values,
+    visible,
+    rows_per_source: int | SourceGroups,
 ):
     """The cross-attention block's attention output, `[rows, hidden]`.
 
     With `rows_per_source` > 1 the keys and values hold one row per source, which serves that
     many consecutive rows of `x` (the beams of a sentence): the rows' queries are grouped per
     source, `[sources, heads, rows_per_source, head_dim]`, so that each source's keys and values
-    are read once for all of its rows rather than tiled to every row.
+    are read once for all of its rows rather than tiled to every row. `SourceGroups` does the
+    same for rows in any number per source.
     """
     num_heads, head_dim = attention._num_heads, attention._key_dim
-    scale = head_dim**-0.5
     query = weights.cross_query(x)
+    if isinstance(rows_per_source, SourceGroups):
+        laid_out = tf.scatter_nd(
+            rows_per_source.places[:, tf.newaxis],
+            query,
+            [tf.shape(cross_keys)[0] * rows_per_source.width, num_heads * head_dim],
+        )
+        heads = _attend_per_source(
+            laid_out, rows_per_source.width, cross_keys, cross_values, visible, num_heads
+        )
+        return weights.cross_output(tf.gather(heads, rows_per_source.places))
     if rows_per_source == 1:
         heads = _attend(
-            _split_heads(query, num_heads, head_dim), cross_keys, cross_values, visible, scale
+            _split_heads(query, num_heads, head_dim),
+            cross_keys,
+            cross_values,
+            visible,
+            head_dim**-0.5,
         )
         return weights.cross_output(_merge_heads(heads))
+    heads = _attend_per_source(query, rows_per_source, cross_keys, cross_values, visible, num_heads)
+    return weights.cross_output(heads)
+
+
+def _attend_per_source(query, rows_per_source, keys, values, visible, num_heads: int):
+    """`_attend` of `[sources * rows_per_source, H * D]` queries, consecutive per source.
+
+    Returns:
+        `[sources * rows_per_source, H * D]`.
+    """
+    head_dim = query.shape[-1] // num_heads
     query = tf.reshape(query, [-1, rows_per_source, num_heads, head_dim])
-    heads = _attend(tf.transpose(query, [0, 2, 1, 3]), cross_keys, cross_values, visible, scale)
+    heads = _attend(tf.transpose(query, [0, 2, 1, 3]), keys, values, visible, head_dim**-0.5)
     heads = tf.transpose(heads, [0, 2, 1, 3])
-    return weights.cross_output(tf.reshape(heads, [-1, num_heads * head_dim]))
+    return tf.reshape(heads, [-1, num_heads * head_dim])
 
 
 def _block_input(norm: NormWeights, normalize_first: bool, x: tf.Tensor) -> tf.Tensor:
@@ -426,7 +495,7 @@ def decoder_layer_step(
     source_visible: tf.Tensor,
     slots: SelfAttentionSlots | PrefixSlots | None = None,
     weights: LayerWeights | None = None,
-    rows_per_source: int = 1,
+    rows_per_source: int | SourceGroups = 1,
 ) -> LayerStep:
     """`layer` at one new position of every row, from the keys and values of earlier ones.
 
@@ -446,7 +515,8 @@ def decoder_layer_step(
             where to write).
         weights: `layer_weights(layer, x.dtype)`; computed here if None.
         rows_per_source: How many consecutive rows share each source row of `cross_keys`,
-            `cross_values` and `source_visible` (a static int; the beams of a sentence).
+            `cross_values` and `source_visible` (a static int; the beams of a sentence), or a
+            `SourceGroups` of rows in any number per source.
 
     Returns:
         A `LayerStep`.

@@ -256,7 +256,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         index,
         cross_attention_cache=None,
         step_weights=None,
-        rows_per_source: int = 1,
+        rows_per_source=1,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """`Seq2SeqTransformer.decode_step`, where the token at index 0 may be an expert.
 

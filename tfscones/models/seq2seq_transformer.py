@@ -18,6 +18,7 @@ from tfscones.data.preprocessing import padding_mask
 from tfscones.models.decoder_step import (
     PrefixSlots,
     SelfAttentionSlots,
+    SourceGroups,
     cross_keys_and_values,
     decoder_layer_step,
     layer_norm,
@@ -452,6 +453,19 @@ class Seq2SeqTransformer(keras.Model):
             axis=1,
         )
 
+    @staticmethod
+    def source_groups(row_sources: tf.Tensor) -> SourceGroups:
+        """The `rows_per_source` of rows that decode their sources in any number each.
+
+        Args:
+            row_sources: int32 `[rows]`, the source row (of the encoder's tensors that the
+                step gets) each row decodes, in any order; every source has a row.
+
+        Returns:
+            A `SourceGroups`, for `decode_step(..., rows_per_source=...)`.
+        """
+        return SourceGroups.of(row_sources)
+
     def cross_attention_cache(self, encoder_outputs) -> tuple[tuple[tf.Tensor, tf.Tensor], ...]:
         """Keys and values of the decoder's attention over the encoder, computed once.
 
@@ -479,7 +493,7 @@ class Seq2SeqTransformer(keras.Model):
         index,
         cross_attention_cache=None,
         step_weights: StepWeights | None = None,
-        rows_per_source: int = 1,
+        rows_per_source: int | SourceGroups = 1,
     ) -> tuple[tf.Tensor, tf.Tensor | GrowingCache]:
         """Logits of the next token after the target token at position `index`, using the cache.
 
@@ -503,7 +517,8 @@ class Seq2SeqTransformer(keras.Model):
         A search that decodes several rows per sentence (beam search's beams) may pass the
         encoder's tensors once per sentence, `rows_per_source` rows each: each sentence's
         cross-attention keys and values are then read once for all of its rows, as one matrix
-        product, rather than tiled to every row.
+        product, rather than tiled to every row. Exact search, whose sentences have different
+        numbers of rows in a step, passes `source_groups(row_sources)` instead.
 
         Args:
             token_ids: int `[batch]` (or `[batch, 1]`), the target token at position `index`.
@@ -519,7 +534,8 @@ class Seq2SeqTransformer(keras.Model):
                 that its steps do not transpose the output projection again.
             rows_per_source: A static int: row `r` of `token_ids` and `cache` decodes source
                 row `r // rows_per_source` of `encoder_outputs`, `source_padding_mask` and
-                `cross_attention_cache`, which have `1 / rows_per_source` as many rows.
+                `cross_attention_cache`, which have `1 / rows_per_source` as many rows. Or
+                `source_groups(row_sources)`: row `r` decodes source row `row_sources[r]`.
 
         Returns:
             `(logits, cache)`: float32 logits `[batch, vocabulary_size]` and the cache, of the

@@ -103,21 +103,24 @@ def entmax_token_loss(
 
 
 def _token_loss_and_threshold(targets, logits, alpha, label_smoothing, n_iter):
-    """`entmax_token_loss` and the thresholds τ `[..., 1]` it found on the way."""
+    """`entmax_token_loss` and the thresholds τ `[..., 1]` it found on the way.
+
+    τ leaves the custom gradient as a second output, whose gradient is not taken (it is for
+    the support-size metric, which no loss differentiates).
+    """
     vocab_size = tf.shape(logits)[-1]
-    thresholds = []
 
     @tf.custom_gradient
     def loss_and_gradient(z):
         tau, p_dot_z, power_sum = _statistics_of_masked_logits(z, alpha, n_iter)
-        thresholds.append(tau)
         target_dot_z = (1.0 - label_smoothing) * gold_logits(targets, z)
         if label_smoothing > 0.0:
             target_dot_z += label_smoothing * tf.reduce_mean(z, axis=-1)
         model_entropy = (1.0 - power_sum[..., 0]) / (alpha * (alpha - 1.0))
         target_entropy = _smoothed_target_entropy(vocab_size, alpha, label_smoothing)
 
-        def grad(upstream):
+        def grad(upstream, upstream_of_tau):
+            del upstream_of_tau
             uniform = label_smoothing / tf.cast(vocab_size, z.dtype)
             probabilities = entmax_ops.probabilities_from_threshold(z, tau, alpha)
             if label_smoothing > 0.0:
@@ -126,14 +129,14 @@ def _token_loss_and_threshold(targets, logits, alpha, label_smoothing, n_iter):
             return add_at_targets(gradient, targets, -(1.0 - label_smoothing) * upstream)
 
         loss = p_dot_z[..., 0] - target_dot_z + model_entropy - target_entropy
-        return loss, grad
+        return (loss, tau), grad
 
-    loss = loss_and_gradient(logits)
+    loss, tau = loss_and_gradient(logits)
     infinite = tf.equal(gold_logits(targets, logits), -math.inf)
     if label_smoothing > 0.0:
         infinite |= tf.equal(tf.reduce_min(logits, axis=-1), -math.inf)
     loss = tf.where(infinite, tf.constant(math.inf), loss)
-    return tf.where(_invalid_rows(logits), tf.constant(math.nan), loss), thresholds[0]
+    return tf.where(_invalid_rows(logits), tf.constant(math.nan), loss), tau
 
 
 def _all_finite(logits: tf.Tensor) -> tf.Tensor:

@@ -188,13 +188,19 @@ class UncachedSteps:
         return tf.gather(logits, index, batch_dims=1), cache
 
 
-@pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
-@pytest.mark.parametrize("budget", [10, 1000])
-@pytest.mark.parametrize(
-    "hidden",
-    [(), ("prefix_cache", "prefix_entries"), ("source_groups",)],
-    ids=["prefixes-grouped", "slots-grouped", "prefixes-copied-sources"],
-)
+_SEARCH_VARIANTS = [
+    pytest.param(head, budget, hidden, id=f"{name}-{budget}-{head}")
+    for name, hidden, heads in [
+        ("prefixes-grouped", (), ["softmax", "sigmoid", "entmax15"]),
+        ("slots-grouped", ("prefix_cache", "prefix_entries"), ["softmax", "sigmoid", "entmax15"]),
+        ("prefixes-copied-sources", ("source_groups",), ["sigmoid"]),
+    ]
+    for head in heads
+    for budget in [10, 1000]
+]
+
+
+@pytest.mark.parametrize("head, budget, hidden", _SEARCH_VARIANTS)
 def test_cached_steps_search_exactly_as_whole_prefix_scoring(head, budget, hidden):
     """Same answers, states and completeness as scoring every prefix from scratch, whether
     the steps run on each row's prefix (`PrefixCache`) or on a cache of slots, and whether a

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tfscones.commands import demo
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -15,6 +17,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 NATIVE_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\]|WARNING: All log)")
 
 
+@pytest.mark.slow  # 40 s: two tiny trainings and an export, end to end
 def test_demo_prints_progress_table_and_translations_without_native_logs(tiny_overrides, tmp_path):
     overrides = [o for o in tiny_overrides if not o.startswith("output_dir=")]
     overrides += ["training.steps=4", "training.steps_per_epoch=2"]

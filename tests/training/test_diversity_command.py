@@ -21,6 +21,7 @@ def trained_run(overrides, config_name, folder):
     return folder
 
 
+@pytest.mark.slow  # 22 s: trains a hard MoE from a config, then runs the command
 def test_hard_moe_trains_from_a_config_and_the_command_compares_it(tiny_overrides, tmp_path):
     moe = trained_run(
         tiny_overrides + [f"model.num_experts={K}"], "demo_moe_k5.yaml", tmp_path / "moe"

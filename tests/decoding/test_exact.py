@@ -14,6 +14,7 @@ from tests.decoding.prefix_table import (
     code_of,
     make_table,
 )
+from tfscones import heads
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.decoding import ParallelExperts
 from tfscones.decoding.beam import beam_search
@@ -235,28 +236,30 @@ def test_bad_settings_are_named(argument, value):
         exact_search(model, SOURCE, **{argument: value})
 
 
+@pytest.mark.parametrize("head_name", ["softmax", "sigmoid", "tanh"])
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_candidates_are_every_child_that_beats_its_bound_and_eos(jit_compile):
-    log_scores = np.array(
+def test_candidates_are_every_child_that_beats_its_bound_and_eos(head_name, jit_compile):
+    """The same candidates whether a head compares log scores (softmax) or logits (SCONES)."""
+    head = heads.get(head_name)
+    logits = np.array(
         [
-            [-1.0, -2.0, -3.0, -0.5],
+            [1.0, -1.0, -2.0, 2.0],
             [-4.0, -4.0, -4.0, -4.0],  # No token beats this row's bound; EOS (id 1) is kept.
-            [-2.0, -1e-3, -7.0, -2.5],
+            [-2.0, 5.0, -7.0, -2.5],
         ],
         np.float32,
     )
+    log_scores = head.log_scores(logits).numpy().astype(np.float64)
     prefix_scores = np.array([-10.0, -1.0, -3.0])
     # Row 0's token 1 ties its bound (kept, within the margin; `expand` drops it); row 2's
     # token 0 beats its bound by 1e-12, which float32 cannot tell from a tie.
-    best = np.array([-12.0, -2.0, -5.0 - 1e-12])
+    best = prefix_scores + [log_scores[0, 1], log_scores[1, 0] + 0.5, log_scores[2, 0] - 1e-12]
     thresholds = candidate_thresholds(best - prefix_scores)
     find = tf.function(candidate_entries, jit_compile=jit_compile)
-    entries = [tensor.numpy() for tensor in find(tf.constant(log_scores), tf.constant(thresholds))]
+    entries = [t.numpy() for t in find(head, tf.constant(logits), tf.constant(thresholds))]
     candidates = candidates_by_row(*entries, row_count=3)
     assert [tokens.tolist() for tokens, _ in candidates] == [[0, 1, 3], [1], [0, 1]]
     for row, (tokens, scores) in enumerate(candidates):
-        np.testing.assert_array_equal(scores, log_scores[row, tokens])
-        beating = np.flatnonzero(
-            prefix_scores[row] + log_scores[row].astype(np.float64) > best[row]
-        )
+        np.testing.assert_array_equal(scores, log_scores[row, tokens].astype(np.float32))
+        beating = np.flatnonzero(prefix_scores[row] + log_scores[row] > best[row])
         assert set(beating) <= set(tokens.tolist())

@@ -1,3 +1,5 @@
+import math
+
 import keras
 import numpy as np
 import pytest
@@ -51,6 +53,35 @@ def test_every_head_keeps_the_contract_decoders_rely_on(head):
     order = np.argsort(logits.numpy(), axis=-1, kind="stable")
     ordered = np.nan_to_num(np.take_along_axis(scores, order, -1), neginf=-1e30)
     assert np.all(np.diff(ordered, axis=-1) >= 0)
+
+
+def test_sigmoid_logit_thresholds_match_hand_computed_values():
+    # log σ(0) = -log 2 and log σ(2) = -log(1 + e^-2): those logits back; no logit scores
+    # above 0; far below 0, u = t - log(1 - e^t) is t to float32 precision.
+    score_thresholds = tf.constant([-math.log(2.0), -math.log1p(math.exp(-2.0)), 0.0, 3.0, -100.0])
+    expected = [0.0, 2.0, math.inf, math.inf, -100.0]
+    sigmoid = heads.SigmoidHead().logit_thresholds(score_thresholds).numpy()
+    np.testing.assert_allclose(sigmoid, expected, atol=1e-6)
+    tanh = heads.TanhHead().logit_thresholds(score_thresholds).numpy()
+    np.testing.assert_allclose(tanh, np.array(expected) / 2, atol=1e-6)
+
+
+@pytest.mark.parametrize("head", ALL_HEADS, ids=HEAD_IDS)
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_logit_thresholds_tell_the_tokens_that_score_above_a_threshold(head, jit_compile):
+    """Where a head gives logit thresholds, `z > u` selects the tokens whose log score
+    exceeds t, bar those within float32 rounding of it; softmax and entmax give none."""
+    logits = tf.random.stateless_normal([64, 300], seed=[3, 4]) * 6.0
+    score_thresholds = -tf.random.stateless_uniform([64], seed=[5, 6], maxval=8.0)
+    logit_thresholds = tf.function(head.logit_thresholds, jit_compile=jit_compile)
+    if type(head) in (heads.SoftmaxHead, heads.EntmaxHead):
+        assert head.logit_thresholds(score_thresholds) is None
+        return
+    above = (logits > logit_thresholds(score_thresholds)[:, None]).numpy()
+    margin = (head.log_scores(logits) - score_thresholds[:, None]).numpy()
+    assert above[margin > 1e-5].all()
+    assert not above[margin < -1e-5].any()
+    assert above.any() and not above.all()
 
 
 @pytest.mark.parametrize("head", ALL_HEADS, ids=HEAD_IDS)

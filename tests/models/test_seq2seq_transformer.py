@@ -264,14 +264,42 @@ def test_rows_stepped_on_their_prefixes_give_teacher_forcing_and_their_own_entri
     forcing, and the keys and values of the row's own position, as the full cache holds them."""
     model = harness.small_model(VOCAB, "softmax", **overrides)
     full, source, cache, noisy_cache = _noisy_cache_after_teacher_forcing(model)
-    # Entries `[rows, slots, layers, 2, heads, head_dim]`, as exact search pools them.
-    prefixes = model.prefix_cache(tf.transpose(noisy_cache, [0, 4, 1, 2, 3, 5]))
+    logits, entries = _step_on_prefixes_from_a_shuffled_pool(model, source, noisy_cache)
+    np.testing.assert_allclose(logits.numpy(), full[np.arange(3), POSITIONS], atol=1e-4)
+    expected = cache.numpy()[np.arange(3), :, :, :, POSITIONS]
+    np.testing.assert_allclose(entries.numpy(), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_rows_stepped_on_their_prefixes_under_mixed_precision(global_policy, policy):
+    """Prefix steps keep the model's compute dtype in their entries and float32 logits."""
+    global_policy(policy)
+    model = harness.small_model(VOCAB, "sigmoid")
+    full, source, _, noisy_cache = _noisy_cache_after_teacher_forcing(model)
+    logits, entries = _step_on_prefixes_from_a_shuffled_pool(model, source, noisy_cache)
+    assert logits.dtype == tf.float32
+    assert entries.dtype.name == model.compute_dtype
+    tolerance = 0.05 if policy == "mixed_float16" else 0.3
+    np.testing.assert_allclose(logits.numpy(), full[np.arange(3), POSITIONS], atol=tolerance)
+
+
+def _step_on_prefixes_from_a_shuffled_pool(model, source, noisy_cache):
+    """`decode_step` of the rows at `POSITIONS` on a `PrefixCache` from a shuffled pool.
+
+    The rows' entries `[layers, 2, heads, head_dim]` are pooled in a random order, as exact
+    search pools them, and gathered back by their slots.
+
+    Returns:
+        `(logits, the entries of the rows' own positions)`.
+    """
+    entries = tf.transpose(tf.cast(noisy_cache, model.compute_dtype), [0, 4, 1, 2, 3, 5])
+    rows, slots = entries.shape[:2]
+    order = np.random.default_rng(0).permutation(rows * slots)
+    pool = tf.gather(tf.reshape(entries, [rows * slots, *entries.shape[2:]]), order)
+    prefixes = model.prefix_cache(pool, np.argsort(order).reshape(rows, slots).astype(np.int32))
     tokens = TARGET_IN[np.arange(3), POSITIONS]
     encoder_outputs, padding_mask, cross_cache = source
     logits, own_position = model.decode_step(
         tokens, encoder_outputs, padding_mask, prefixes, tf.constant(POSITIONS), cross_cache
     )
-    np.testing.assert_allclose(logits.numpy(), full[np.arange(3), POSITIONS], atol=1e-4)
-    entries = model.prefix_entries(own_position).numpy()
-    expected = cache.numpy()[np.arange(3), :, :, :, POSITIONS]
-    np.testing.assert_allclose(entries, expected, atol=1e-5)
+    return logits, model.prefix_entries(own_position)

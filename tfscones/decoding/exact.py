@@ -31,7 +31,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -42,6 +42,9 @@ from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import Search
 from tfscones.decoding.step import StepModel
 from tfscones.decoding.translate import compiled_search, source_ids_for_model
+
+if TYPE_CHECKING:
+    from tfscones.heads import OutputHead
 
 DEFAULT_STATE_BUDGET = 1_000_000
 DEFAULT_ROWS_PER_CALL = 256
@@ -461,24 +464,35 @@ def candidate_thresholds(bounds: np.ndarray) -> np.ndarray:
 
 
 def candidate_entries(
-    log_scores: tf.Tensor, thresholds: tf.Tensor
+    head: OutputHead, logits: tf.Tensor, thresholds: tf.Tensor
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """The tokens of every row whose log score exceeds the row's threshold, and every row's EOS.
 
-    Found in the step itself, so that only these few leave it, not the vocabulary's scores.
+    Found in the step itself, so that only these few leave it, not the vocabulary's scores. A
+    head that can tell which logits score above a threshold (`OutputHead.logit_thresholds`, the
+    SCONES heads) is compared on the logits, and scores the candidates alone; any other scores
+    the whole vocabulary (`log_scores`) first.
 
     Args:
-        log_scores: float32 `[rows, vocabulary]`.
+        head: The model's `OutputHead`.
+        logits: float32 `[rows, vocabulary]`.
         thresholds: float32 `[rows]`, from `candidate_thresholds`.
 
     Returns:
         `(rows, tokens, scores)`, one entry per candidate, ordered by row and then token id:
         int32 `[candidates]` twice and their float32 log scores.
     """
-    is_eos = tf.equal(tf.range(tf.shape(log_scores)[1]), EOS_ID)
-    kept = tf.where((log_scores > thresholds[:, tf.newaxis]) | is_eos[tf.newaxis, :])
+    is_eos = tf.equal(tf.range(tf.shape(logits)[1]), EOS_ID)[tf.newaxis, :]
+    logit_thresholds = head.logit_thresholds(thresholds)
+    if logit_thresholds is None:
+        log_scores = head.log_scores(logits)
+        kept = tf.where((log_scores > thresholds[:, tf.newaxis]) | is_eos)
+        scores = tf.gather_nd(log_scores, kept)
+    else:
+        kept = tf.where((logits > logit_thresholds[:, tf.newaxis]) | is_eos)
+        scores = head.log_scores(tf.gather_nd(logits, kept))
     entries = tf.cast(kept, tf.int32)
-    return entries[:, 0], entries[:, 1], tf.gather_nd(log_scores, kept)
+    return entries[:, 0], entries[:, 1], scores
 
 
 def candidates_by_row(
@@ -554,14 +568,14 @@ def _cached_step(model: StepModel):
             entries, source, weights, sentences, parent_slots, positions, tokens, slots, thresholds
         ):
             model = model_ref()
-            cache = cache_of(model, tf.gather(entries, parent_slots))
+            cache = cache_of(model, entries, parent_slots)
             step_source, rows_per_source = sources_of(model, source, sentences)
             logits, cache = common.decode_step(
                 model, step_source, tokens, cache, positions, weights, rows_per_source
             )
             new_entries = new_entries_of(model, cache, positions)
             entries.scatter_update(tf.IndexedSlices(new_entries, slots))
-            return candidate_entries(model.head.log_scores(logits), thresholds)
+            return candidate_entries(model.head, logits, thresholds)
 
         return step
 
@@ -572,21 +586,22 @@ def _cache_access(model: StepModel) -> tuple[Callable, Callable]:
     """How `_cached_step` makes `model`'s cache from pooled entries, and takes the new ones out.
 
     Returns:
-        `(cache_of, new_entries_of)`: `cache_of(model, parent_entries)` makes the step's cache
-        from each row's gathered entries; `new_entries_of(model, cache, positions)` takes each
-        row's new entry `[rows, *entry_shape]` from the cache the step returns. A model with
-        `prefix_cache` (`Seq2SeqTransformer`) steps on a `PrefixCache`, which returns the new
-        entries alone; any other model on an `initial_cache`-shaped cache (`_CacheLayout`).
-        Both take the model as an argument, so that the step holds it weakly.
+        `(cache_of, new_entries_of)`: `cache_of(model, entries, parent_slots)` makes the step's
+        cache from the pool's `entries` at each row's `parent_slots`; `new_entries_of(model,
+        cache, positions)` takes each row's new entry `[rows, *entry_shape]` from the cache the
+        step returns. A model with `prefix_cache` (`Seq2SeqTransformer`) gathers a
+        `PrefixCache` itself, which returns the new entries alone; any other model steps on an
+        `initial_cache`-shaped cache (`_CacheLayout`). Both take the model as an argument, so
+        that the step holds it weakly.
     """
     if hasattr(model, "prefix_cache"):
         return (
-            lambda model, entries: model.prefix_cache(entries),
+            lambda model, entries, parent_slots: model.prefix_cache(entries, parent_slots),
             lambda model, cache, positions: model.prefix_entries(cache),
         )
     layout = _CacheLayout.of(model)
     return (
-        lambda model, entries: layout.cache(entries),
+        lambda model, entries, parent_slots: layout.cache(tf.gather(entries, parent_slots)),
         lambda model, cache, positions: layout.entries_at(cache, positions),
     )
 

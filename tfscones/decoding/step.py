@@ -45,8 +45,8 @@ class StepModel(Protocol):
     decoding loop and passed to every step as `decode_step(..., step_weights=...)`
     (`tfscones.decoding.common.step_weights`).
 
-    Optionally, too, a model has `prefix_cache(entries)` and `prefix_entries(cache)`: a cache
-    of each row's own prefix, from the rows' positions of `initial_cache` entries, on which
+    Optionally, too, a model has `prefix_cache(entries, slots)` and `prefix_entries(cache)`: a
+    cache of each row's own prefix, gathered from a pool of `initial_cache` entries, on which
     `decode_step` (an `index` per row) returns the keys and values of the rows' own positions
     alone, and those as entries (`tfscones.models.seq2seq_transformer.PrefixCache`). Exact
     search then gathers each prefix's positions once and copies no cache back

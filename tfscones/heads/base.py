@@ -39,7 +39,8 @@ class OutputHead:
     constructor argument, and two heads are equal when their type and config are.
 
     Subclasses define `probabilities`, `log_scores`, `build_loss`, and, where they apply,
-    `loss_arguments`, `metrics`, `output_bias_initializer` and `get_config`.
+    `loss_arguments`, `metrics`, `output_bias_initializer`, `logit_thresholds` and
+    `get_config`.
     """
 
     name: str = "head"
@@ -67,6 +68,24 @@ class OutputHead:
             float32 tensor `[..., V]` of values ≤ 0; -inf marks tokens with zero probability.
         """
         raise NotImplementedError
+
+    def logit_thresholds(self, score_thresholds: tf.Tensor) -> tf.Tensor | None:
+        """The logits above which a token's log score exceeds `score_thresholds`, if it can tell.
+
+        A head whose log score of a token depends on that token's logit alone (the SCONES
+        heads) returns `u` with `log_scores(z) > t` exactly when `z > u`, up to float32
+        rounding, so that a search can find the tokens that score above a bound from the
+        logits and compute the log scores of those alone (`tfscones.decoding.exact`). Heads
+        whose scores depend on the whole row (softmax, entmax) return None, the default.
+
+        Args:
+            score_thresholds: float32 `[...]`, thresholds on log scores.
+
+        Returns:
+            float32 `[...]`, +inf where no logit scores above the threshold; or None.
+        """
+        del score_thresholds
+        return None
 
     def loss(self, **kwargs) -> keras.losses.Loss:
         """The loss this head is trained with, built from config keywords.

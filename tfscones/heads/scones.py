@@ -48,6 +48,9 @@ class SigmoidHead(OutputHead):
     def probabilities(self, logits):
         return tf.sigmoid(as_float32(logits))
 
+    def logit_thresholds(self, score_thresholds):
+        return sigmoid_logit_thresholds(score_thresholds)
+
     def log_scores(self, logits):
         return -tf.nn.softplus(-as_float32(logits))
 
@@ -59,6 +62,26 @@ class SigmoidHead(OutputHead):
 
     def output_bias_initializer(self, vocab_size):
         return keras.initializers.Constant(-math.log(vocab_size))
+
+
+def sigmoid_logit_thresholds(score_thresholds: tf.Tensor) -> tf.Tensor:
+    """The logits `u` with log σ(z) > t exactly when z > u: u = t - log(1 - e^t).
+
+    log σ(z) > t ⇔ σ(z) > e^t ⇔ z > log(e^t / (1 - e^t)) for t < 0, computed as
+    t - log(-expm1(t)), accurate for t near 0 and far below it (u → t as t → -∞); no logit's
+    log score exceeds a t ≥ 0, so u is +inf there.
+
+    Args:
+        score_thresholds: `[...]` thresholds t on log σ(z).
+
+    Returns:
+        float32 `[...]`.
+    """
+    thresholds = as_float32(score_thresholds)
+    below_zero = thresholds < 0.0
+    negative = tf.where(below_zero, thresholds, -1.0)
+    logits = negative - tf.math.log(-tf.math.expm1(negative))
+    return tf.where(below_zero, logits, math.inf)
 
 
 def scones_terms(

@@ -28,7 +28,12 @@ import keras
 import tensorflow as tf
 
 from tfscones.heads.base import OutputHead, as_float32
-from tfscones.heads.scones import SconesLoss, SconesNegativeTerm, SconesPositiveTerm
+from tfscones.heads.scones import (
+    SconesLoss,
+    SconesNegativeTerm,
+    SconesPositiveTerm,
+    sigmoid_logit_thresholds,
+)
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -55,6 +60,9 @@ class TanhHead(OutputHead):
 
     def probabilities(self, logits):
         return tf.sigmoid(2.0 * as_float32(logits))
+
+    def logit_thresholds(self, score_thresholds):
+        return sigmoid_logit_thresholds(score_thresholds) / 2.0
 
     def log_scores(self, logits):
         return -tf.nn.softplus(-2.0 * as_float32(logits))

@@ -57,8 +57,9 @@ class PrefixSlots(NamedTuple):
     """Which slots of each row's prefix a step reads, and its own position after them.
 
     Attributes:
-        visible: bool `[rows, 1, 1, slots + 1]`, True at the row's positions before its own
-            and at the last entry, which stands for the step's own position.
+        visible: bool `[rows, slots + 1, 1]` (positions before heads, as a `PrefixCache`), True
+            at the row's positions before its own and at the last entry, which stands for the
+            step's own position.
     """
 
     visible: tf.Tensor
@@ -68,7 +69,7 @@ class PrefixSlots(NamedTuple):
         """The slots before each row's position (int32 `[rows]`) in prefixes of `slots` slots."""
         slot_ids = tf.range(slots + 1, dtype=tf.int32)[tf.newaxis, :]
         visible = tf.logical_or(slot_ids < positions[:, tf.newaxis], tf.equal(slot_ids, slots))
-        return cls(visible[:, tf.newaxis, tf.newaxis, :])
+        return cls(visible[:, :, tf.newaxis])
 
 
 class SourceGroups(NamedTuple):
@@ -317,18 +318,22 @@ def _attend(query, keys, values, visible, scale: float) -> tf.Tensor:
     return tf.matmul(_attention_weights(logits, visible, scale, keys.dtype), values)
 
 
-def _attention_weights(logits, visible, scale: float, dtype) -> tf.Tensor:
+def _attention_weights(logits, visible, scale: float, dtype, axis: int = -1) -> tf.Tensor:
     """The softmax of scaled, masked attention logits, as `keras.ops.dot_product_attention`.
 
     Logits are float32 (or wider), scaled, masked to a large negative value where not
-    `visible` (None: nowhere) and normalised in float32; the weights take `dtype`.
+    `visible` (None: nowhere) and normalised in float32 along `axis`, the positions; the
+    weights take `dtype`.
     """
-    if logits.dtype != tf.float64:
-        logits = tf.cast(logits, tf.float32)
-    logits = logits * scale
+    logits = _float32_or_wider(logits) * scale
     if visible is not None:
         logits = tf.where(visible, logits, _MASKED_LOGIT)
-    return tf.cast(tf.nn.softmax(logits, axis=-1), dtype)
+    return tf.cast(tf.nn.softmax(logits, axis=axis), dtype)
+
+
+def _float32_or_wider(tensor: tf.Tensor) -> tf.Tensor:
+    """`tensor` as float32 if its dtype is narrower (mixed precision), else as it is."""
+    return tensor if tensor.dtype in (tf.float32, tf.float64) else tf.cast(tensor, tf.float32)
 
 
 def _attend_prefix_and_own(query, keys, values, own_keys, own_values, visible, scale: float):
@@ -336,31 +341,40 @@ def _attend_prefix_and_own(query, keys, values, own_keys, own_values, visible, s
 
     The same scaled dot-product attention as `_attend` over the prefix with the own position
     written in, without the copy of the cache that writing it takes: the own position's logit
-    is computed apart and joins the prefix's logits in one softmax.
+    is computed apart and joins the prefix's logits in one softmax. The prefix is laid out
+    positions before heads, as exact search gathers it from its pool: with one query per row,
+    each logit is a product summed over `head_dim` and the output a weighted sum over
+    positions, elementwise, so the gathered keys and values are read once and never
+    transposed to the head-major layout a matrix product would need. Products and sums are
+    float32 (or wider), as the logits of `_attend`.
 
     Args:
-        query: `[rows, heads, 1, head_dim]`.
-        keys: The prefixes' keys `[rows, heads, slots, head_dim]`.
+        query: `[rows, heads, 1, head_dim]` (the same memory as `[rows, 1, heads, head_dim]`).
+        keys: The prefixes' keys `[rows, slots, heads, head_dim]`.
         values: Likewise, the values.
-        own_keys: The step's own keys `[rows, heads, 1, head_dim]`.
+        own_keys: The step's own keys `[rows, 1, heads, head_dim]`.
         own_values: Likewise, its values.
-        visible: bool `[rows, 1, 1, slots + 1]`, True at each row's prefix positions and at
-            its own, last (`PrefixSlots.visible`).
+        visible: bool `[rows, slots + 1, 1]`, True at each row's prefix positions and at its
+            own, last (`PrefixSlots.visible`).
         scale: The factor of the logits, `head_dim ** -0.5`.
 
     Returns:
         `[rows, heads, 1, head_dim]`.
     """
+    num_heads, head_dim = keys.shape[2], keys.shape[3]
+    query = _float32_or_wider(tf.reshape(query, [-1, 1, num_heads, head_dim]))
     logits = tf.concat(
         [
-            tf.matmul(query, keys, transpose_b=True),
-            tf.matmul(query, own_keys, transpose_b=True),
+            tf.reduce_sum(_float32_or_wider(keys) * query, axis=-1),
+            tf.reduce_sum(_float32_or_wider(own_keys) * query, axis=-1),
         ],
-        axis=-1,
+        axis=1,
     )
-    weights = _attention_weights(logits, visible, scale, keys.dtype)
-    slots = tf.shape(keys)[2]
-    return tf.matmul(weights[..., :slots], values) + weights[..., slots:] * own_values
+    weights = _attention_weights(logits, visible, scale, logits.dtype, axis=1)[..., tf.newaxis]
+    slots = tf.shape(keys)[1]
+    heads = tf.reduce_sum(weights[:, :slots] * _float32_or_wider(values), axis=1)
+    heads += weights[:, slots] * _float32_or_wider(own_values)[:, 0]
+    return tf.reshape(tf.cast(heads, own_values.dtype), [-1, num_heads, 1, head_dim])
 
 
 def _self_attention(attention, weights: LayerWeights, x, keys, values, slots):
@@ -374,10 +388,13 @@ def _self_attention(attention, weights: LayerWeights, x, keys, values, slots):
     new_keys = _split_heads(weights.key(x), num_heads, head_dim)
     new_values = _split_heads(weights.value(x), num_heads, head_dim)
     if isinstance(slots, PrefixSlots):
-        heads = _attend_prefix_and_own(
-            query, keys, values, new_keys, new_values, slots.visible, head_dim**-0.5
+        own_keys, own_values = (
+            tf.reshape(t, [-1, 1, num_heads, head_dim]) for t in (new_keys, new_values)
         )
-        return weights.self_output(_merge_heads(heads)), new_keys, new_values
+        heads = _attend_prefix_and_own(
+            query, keys, values, own_keys, own_values, slots.visible, head_dim**-0.5
+        )
+        return weights.self_output(_merge_heads(heads)), own_keys, own_values
     if slots is None:
         keys = tf.concat([keys, new_keys], axis=2)
         values = tf.concat([values, new_values], axis=2)
@@ -476,7 +493,7 @@ class LayerStep(NamedTuple):
     Attributes:
         outputs: `[rows, hidden]`, the layer's output at this position.
         keys: `[rows, heads, positions, head_dim]`, the self-attention keys with this position's
-            (`[rows, heads, 1, head_dim]`, this position's alone, after `PrefixSlots`).
+            (`[rows, 1, heads, head_dim]`, this position's alone, after `PrefixSlots`).
         values: Likewise, the values.
     """
 
@@ -504,8 +521,9 @@ def decoder_layer_step(
     Args:
         layer: A built keras-hub `TransformerDecoder` with cross-attention.
         x: `[rows, hidden]`, the layer's input at the new position.
-        keys: Self-attention keys `[rows, heads, positions, head_dim]`: the filled prefix, the
-            fixed slots or the row prefixes that `slots` describes.
+        keys: Self-attention keys `[rows, heads, positions, head_dim]`: the filled prefix or
+            the fixed slots that `slots` describes; after `PrefixSlots`, the row prefixes
+            `[rows, positions, heads, head_dim]`.
         values: Self-attention values, like `keys`.
         cross_keys: Keys over the encoder outputs, `[sources, heads, source_length, head_dim]`,
             where `sources = rows / rows_per_source`.

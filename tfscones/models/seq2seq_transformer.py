@@ -52,14 +52,16 @@ class PrefixCache(NamedTuple):
     Exact search steps prefixes of different lengths together, each from its parent's cached
     positions: row `r` holds its positions `0..index[r]-1` in its first slots, and the slots
     after them are never read. A `decode_step` on it attends to them and to its own position
-    and returns a `PrefixCache` of that position alone, `[rows, num_heads, 1, head_dim]` per
+    and returns a `PrefixCache` of that position alone, `[rows, 1, num_heads, head_dim]` per
     tensor, rather than a copy of the prefixes with it written in: the caller keeps positions
-    itself (exact search's pool). `Seq2SeqTransformer.prefix_cache` makes one from cache entries,
-    and `prefix_entries` turns a step's position back into entries.
+    itself (exact search's pool). Positions come before heads, as exact search gathers them
+    from its pool of entries, so that no step transposes them.
+    `Seq2SeqTransformer.prefix_cache` makes one from cache entries, and `prefix_entries` turns
+    a step's position back into entries.
 
     Attributes:
         layers: One `(keys, values)` pair per decoder layer, each
-            `[rows, num_heads, slots, head_dim]`.
+            `[rows, slots, num_heads, head_dim]`.
     """
 
     layers: tuple[tuple[tf.Tensor, tf.Tensor], ...]
@@ -417,25 +419,31 @@ class Seq2SeqTransformer(keras.Model):
         empty = ops.zeros([batch_size, self.num_heads, 0, self.head_dim], self.compute_dtype)
         return GrowingCache(tuple((empty, empty) for _ in range(self.num_decoder_layers)))
 
-    def prefix_cache(self, entries: tf.Tensor) -> PrefixCache:
-        """The `PrefixCache` of rows whose positions are `entries`, one position per slot.
+    def prefix_cache(self, entries: tf.Tensor | tf.Variable, slots: tf.Tensor) -> PrefixCache:
+        """The `PrefixCache` of rows whose positions are the `entries` at `slots`.
+
+        Each layer's keys and values are gathered on their own, so that every tensor of the
+        cache comes out in the layout a step reads (`PrefixCache`), without a transpose.
 
         Args:
-            entries: `[rows, slots, num_decoder_layers, 2, num_heads, head_dim]`: row `r`'s
-                slot `s` is one position of one row of an `initial_cache` (axis 3: keys,
-                values), as exact search pools them.
+            entries: `[capacity, num_decoder_layers, 2, num_heads, head_dim]` (a tensor or a
+                variable, as exact search's pool): each entry is one position of one row of an
+                `initial_cache` (axis 2: keys, values).
+            slots: int32 `[rows, positions]`: row `r`'s position `p` is entry `slots[r, p]`.
 
         Returns:
-            A `PrefixCache`, each tensor `[rows, num_heads, slots, head_dim]`.
+            A `PrefixCache`, each tensor `[rows, positions, num_heads, head_dim]`.
         """
-        rows, slots = tf.shape(entries)[0], tf.shape(entries)[1]
-        tensors = tf.reshape(
-            entries, [rows, slots, 2 * self.num_decoder_layers, self.num_heads, self.head_dim]
-        )
-        # Keys and values first: slicing the leading axis below takes no copy.
-        tensors = tf.transpose(tensors, [2, 0, 3, 1, 4])
+        slots = tf.convert_to_tensor(slots, tf.int32)
+
+        def gathered(layer: int, part: int) -> tf.Tensor:
+            indices = tf.stack(
+                [slots, tf.fill(tf.shape(slots), layer), tf.fill(tf.shape(slots), part)], axis=-1
+            )
+            return tf.gather_nd(entries, indices)
+
         return PrefixCache(
-            tuple((tensors[2 * i], tensors[2 * i + 1]) for i in range(self.num_decoder_layers))
+            tuple((gathered(i, 0), gathered(i, 1)) for i in range(self.num_decoder_layers))
         )
 
     @staticmethod
@@ -445,13 +453,10 @@ class Seq2SeqTransformer(keras.Model):
         Args:
             own_position: The `PrefixCache` a `decode_step` on a `PrefixCache` returns.
         """
-        return tf.stack(
-            [
-                tf.stack([keys[:, :, 0], values[:, :, 0]], axis=1)
-                for keys, values in own_position.layers
-            ],
-            axis=1,
-        )
+        keys_and_values = [tensor for layer in own_position.layers for tensor in layer]
+        _, _, heads, head_dim = keys_and_values[0].shape
+        entries = tf.concat(keys_and_values, axis=1)
+        return tf.reshape(entries, [-1, len(own_position.layers), 2, heads, head_dim])
 
     @staticmethod
     def source_groups(row_sources: tf.Tensor) -> SourceGroups:
@@ -510,7 +515,7 @@ class Seq2SeqTransformer(keras.Model):
           `index[r]` is neither read nor changed.
         - `growing_cache(batch)`: exactly the positions before `index` (a scalar); the step
           appends position `index`, so its cost grows with the positions decoded so far.
-        - `prefix_cache(entries)`: each row's positions before its own `index[r]`; the step
+        - `prefix_cache(entries, slots)`: each row's positions before its own `index[r]`; the step
           returns its own position's keys and values alone (see `PrefixCache`), which spares
           exact search the copies of every row's prefix that writing them in takes.
 
@@ -549,7 +554,7 @@ class Seq2SeqTransformer(keras.Model):
         prefixes = isinstance(cache, PrefixCache)
         slots = entries = None
         if prefixes:
-            slots = PrefixSlots.before(index, tf.shape(cache.layers[0][0])[2])
+            slots = PrefixSlots.before(index, tf.shape(cache.layers[0][0])[1])
         elif not growing:
             entries = tf.convert_to_tensor(cache, self.compute_dtype)
             rows = tf.shape(token_ids)[0]

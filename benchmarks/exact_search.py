@@ -9,7 +9,7 @@ initial beam-4 search included, the decoder step traced beforehand), the distrib
 per sentence, and the fraction of sentences that reached the budget without proving their
 translation optimal. A state is one expanded prefix and costs one cached decoder step (one
 position, from its parent's keys and values), batched with the states of other prefixes and
-sentences into steps of up to 256 rows; it no longer runs its whole prefix through the decoder.
+sentences into steps of up to 512 rows; it no longer runs its whole prefix through the decoder.
 
 The last column is the ceiling the CPU allows: a state's matrix products (`step_flops`: the
 decoder layers' projections and feed-forward at one position, and the output projection; the

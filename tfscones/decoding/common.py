@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tensorflow as tf
 
@@ -35,6 +35,9 @@ except ImportError:  # pragma: no cover - a TensorFlow that moved it
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding.step import StepModel
+
+if TYPE_CHECKING:
+    from tfscones.models.decoder_step import SourceGroups
 
 DEFAULT_MAX_LENGTH_A = 1.5
 DEFAULT_MAX_LENGTH_B = 10
@@ -184,7 +187,7 @@ def decode_step(
     cache: tf.Tensor,
     index: tf.Tensor | int,
     weights: Any = None,
-    rows_per_source: Any = 1,
+    rows_per_source: int | SourceGroups = 1,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """One step of `model.decode_step` with the encoder's tensors of `source`.
 
@@ -205,7 +208,7 @@ def decode_step(
         `index + 1` and the updated cache.
     """
     extra = {} if weights is None else {"step_weights": weights}
-    if not (isinstance(rows_per_source, int) and rows_per_source == 1):
+    if rows_per_source != 1:
         extra["rows_per_source"] = rows_per_source
     return model.decode_step(
         token_ids,
@@ -427,6 +430,18 @@ def decode_token_by_token(
     )
 
 
+def _step_and_choose(model, source, tokens, cache, step, weights, choose) -> tuple:
+    """One decoder step of every row and the token `choose` takes for it.
+
+    Returns:
+        `(chosen, chosen_scores, cache)`: int32 `[rows]`, their float32 log scores, the cache.
+    """
+    logits, cache = decode_step(model, source, tokens, cache, step, weights)
+    log_scores = model.head.log_scores(logits)
+    chosen = choose(step, logits, log_scores)
+    return chosen, tf.gather(log_scores, chosen, batch_dims=1), cache
+
+
 def _decode_every_row(
     model: StepModel,
     source: EncodedSource,
@@ -443,10 +458,9 @@ def _decode_every_row(
         return tf.logical_and(step < width, tf.logical_not(tf.reduce_all(finished)))
 
     def body(step, tokens, finished, cache, ids, lengths, scores):
-        logits, cache = decode_step(model, source, tokens, cache, step, weights)
-        log_scores = model.head.log_scores(logits)
-        chosen = choose(step, logits, log_scores)
-        chosen_scores = tf.gather(log_scores, chosen, batch_dims=1)
+        chosen, chosen_scores, cache = _step_and_choose(
+            model, source, tokens, cache, step, weights, choose
+        )
         active = tf.logical_not(finished)
         chosen = tf.where(active, chosen, PAD_ID)
         ids = tf.tensor_scatter_nd_update(ids, [[step]], chosen[tf.newaxis])
@@ -495,15 +509,15 @@ def _decode_rows_still_going(
         return tf.logical_and(step < width, tf.size(going) > 0)
 
     def body(step, going, tokens, source, cache, ids, lengths, scores):
-        logits, cache = decode_step(model, source, tokens, cache, step, weights)
-        log_scores = model.head.log_scores(logits)
-        chosen = choose(step, logits, log_scores)
+        chosen, chosen_scores, cache = _step_and_choose(
+            model, source, tokens, cache, step, weights, choose
+        )
         at = going[:, tf.newaxis]
         ids = tf.tensor_scatter_nd_update(
             ids, tf.stack([going, tf.fill(tf.shape(going), step)], axis=1), chosen
         )
         lengths = tf.tensor_scatter_nd_add(lengths, at, tf.ones_like(chosen))
-        scores = tf.tensor_scatter_nd_add(scores, at, tf.gather(log_scores, chosen, batch_dims=1))
+        scores = tf.tensor_scatter_nd_add(scores, at, chosen_scores)
         goes_on = tf.logical_and(tf.not_equal(chosen, EOS_ID), step + 1 < source.max_lengths)
         kept = tf.reshape(tf.where(goes_on), [-1])
         going, tokens, source, cache = tf.nest.map_structure(

@@ -35,6 +35,8 @@ from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
 
 if TYPE_CHECKING:
     from tfscones.decoding.experts import ParallelExperts
+    from tfscones.models.decoder_step import SourceGroups
+    from tfscones.models.seq2seq_transformer import StepWeights
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -255,8 +257,8 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         cache,
         index,
         cross_attention_cache=None,
-        step_weights=None,
-        rows_per_source=1,
+        step_weights: StepWeights | None = None,
+        rows_per_source: int | SourceGroups = 1,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """`Seq2SeqTransformer.decode_step`, where the token at index 0 may be an expert.
 

@@ -498,9 +498,12 @@ def candidate_entries(
 def candidates_by_row(
     rows: np.ndarray, tokens: np.ndarray, scores: np.ndarray, row_count: int
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """`candidate_entries`'s output as one `(tokens, log scores)` pair per row."""
-    ends = np.searchsorted(rows, np.arange(1, row_count))
-    return list(zip(np.split(tokens, ends), np.split(scores, ends), strict=True))
+    """`candidate_entries`'s output as one `(tokens, log scores)` pair per row (views)."""
+    bounds = np.searchsorted(rows, np.arange(row_count + 1)).tolist()
+    return [
+        (tokens[start:end], scores[start:end])
+        for start, end in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
 
 
 def _step_states(

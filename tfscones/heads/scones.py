@@ -48,11 +48,11 @@ class SigmoidHead(OutputHead):
     def probabilities(self, logits):
         return tf.sigmoid(as_float32(logits))
 
-    def logit_thresholds(self, score_thresholds):
-        return sigmoid_logit_thresholds(score_thresholds)
-
     def log_scores(self, logits):
         return -tf.nn.softplus(-as_float32(logits))
+
+    def logit_thresholds(self, score_thresholds):
+        return sigmoid_logit_thresholds(score_thresholds)
 
     def build_loss(self, **kwargs):
         return SconesLoss(**kwargs)

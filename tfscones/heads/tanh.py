@@ -61,11 +61,11 @@ class TanhHead(OutputHead):
     def probabilities(self, logits):
         return tf.sigmoid(2.0 * as_float32(logits))
 
-    def logit_thresholds(self, score_thresholds):
-        return sigmoid_logit_thresholds(score_thresholds) / 2.0
-
     def log_scores(self, logits):
         return -tf.nn.softplus(-2.0 * as_float32(logits))
+
+    def logit_thresholds(self, score_thresholds):
+        return sigmoid_logit_thresholds(score_thresholds) / 2.0
 
     def build_loss(self, **kwargs):
         return TanhSconesLoss(**kwargs)

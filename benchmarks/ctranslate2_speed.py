@@ -17,9 +17,9 @@ log-softmax (vectorised exp and log) puts a demo sentence's score up to 2.6e-5 (
 ours. How many of CTranslate2's int8 translations equal the SavedModel's is shown, not required.
 
 Then the time to translate all the sentences, text in, text out, SentencePiece included on both
-sides, in requests of 1, 4 and 32 sentences taken in file order: the SavedModel's `translate`
-and `translate_beam` signatures, and CTranslate2 with float32 weights and, in brackets, with
-int8 weights (quantised when the model loads). Both get `--threads` threads: TensorFlow's
+sides, in requests of 1, 4 and 32 sentences (`--batch-sizes`) taken in file order: the SavedModel's
+`translate` and `translate_beam` signatures, and CTranslate2 with float32 weights and, in brackets,
+with int8 weights (quantised when the model loads). Both get `--threads` threads: TensorFlow's
 intra-op pool (its inter-op pool 1), set before TensorFlow runs anything, and CTranslate2's
 `intra_threads` (`inter_threads` 1). Each time is the median of `--repeats` passes over the
 sentences, after one warm-up request per configuration; within a pass every configuration runs
@@ -138,12 +138,14 @@ def check(decoders: dict, sentences: list[str], tolerance: float) -> bool:
     return passed
 
 
-def seconds_per_pass(decoders: dict, sentences: list[str], repeats: int) -> dict:
+def seconds_per_pass(
+    decoders: dict, sentences: list[str], repeats: int, batch_sizes: tuple[int, ...] = BATCH_SIZES
+) -> dict:
     """Median seconds of one pass over the sentences, per (decoder, beam size, batch size)."""
     calls = {}
     for name, decoder in decoders.items():
         for beam_size in BEAM_SIZES:
-            for batch_size in BATCH_SIZES:
+            for batch_size in batch_sizes:
                 requests = batches(sentences, batch_size)
                 decoder.translate(requests[0], beam_size)
                 calls[name, beam_size, batch_size] = lambda d=decoder, b=beam_size, r=requests: [
@@ -158,7 +160,7 @@ def seconds_per_pass(decoders: dict, sentences: list[str], repeats: int) -> dict
     return {key: statistics.median(values) for key, values in seconds.items()}
 
 
-def print_table(seconds: dict, count: int) -> None:
+def print_table(seconds: dict, count: int, batch_sizes: tuple[int, ...] = BATCH_SIZES) -> None:
     print(f"\nTime for all {count} sentences; CTranslate2 float32 (int8)")
     print(
         "| search | batch | SavedModel s | CTranslate2 s | SavedModel sent/s "
@@ -166,7 +168,7 @@ def print_table(seconds: dict, count: int) -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for beam_size in BEAM_SIZES:
-        for batch_size in BATCH_SIZES:
+        for batch_size in batch_sizes:
             ours, fp32, int8 = (seconds[name, beam_size, batch_size] for name in DECODERS)
             print(
                 f"| {search_name(beam_size)} | {batch_size} | {ours:.1f} "
@@ -200,6 +202,13 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--tolerance", type=float, default=5e-5, help="largest score difference")
     parser.add_argument("--threads", type=int, default=1, help="threads of each engine")
     parser.add_argument("--repeats", type=int, default=1, help="timed passes (median)")
+    parser.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=list(BATCH_SIZES),
+        help="sentences per request (default 1 4 32)",
+    )
     arguments = parser.parse_args(argv)
     for path in (arguments.run / "model.keras", arguments.run / "spm.model", arguments.sentences):
         if not path.is_file():
@@ -207,6 +216,8 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     for name in ("threads", "repeats"):
         if getattr(arguments, name) < 1:
             parser.error(f"--{name} must be at least 1")
+    if min(arguments.batch_sizes) < 1:
+        parser.error(f"--batch-sizes must be at least 1, got {arguments.batch_sizes}")
     return arguments
 
 
@@ -221,7 +232,9 @@ def main(argv=None) -> None:
         passed = not arguments.check or check(
             decoders, sentences[: arguments.check], arguments.tolerance
         )
-        print_table(seconds_per_pass(decoders, sentences, arguments.repeats), len(sentences))
+        batch_sizes = tuple(arguments.batch_sizes)
+        seconds = seconds_per_pass(decoders, sentences, arguments.repeats, batch_sizes)
+        print_table(seconds, len(sentences), batch_sizes)
     if not passed:
         raise SystemExit("CTranslate2's outputs differ from the SavedModel's (see the check)")
 

@@ -18,6 +18,7 @@ from benchmarks.ctranslate2_convert import (  # noqa: E402
     convert_run,
 )
 from benchmarks.ctranslate2_decoder import CTranslate2Decoder  # noqa: E402
+from benchmarks.ctranslate2_speed import parse_arguments, seconds_per_pass  # noqa: E402
 from tests.harness import tiny_model  # noqa: E402
 from tfscones.data import Tokenizer, train_sentencepiece  # noqa: E402
 from tfscones.data.demo import demo_file  # noqa: E402
@@ -146,3 +147,32 @@ def test_only_softmax_models_convert():
         Seq2SeqTransformerConverter(experts, PIECES)
     with pytest.raises(ValueError, match="pieces"):
         Seq2SeqTransformerConverter(tiny_model(VOCABULARY_SIZE), PIECES[:-1])
+
+
+class _CountingDecoder:
+    """Records the size of every request it gets."""
+
+    def __init__(self):
+        self.requests = []
+
+    def translate(self, sentences, beam_size):
+        self.requests.append((len(sentences), beam_size))
+        return [("", 0.0)] * len(sentences)
+
+
+def test_speed_passes_time_only_the_batch_sizes_asked_for():
+    decoder = _CountingDecoder()
+    seconds = seconds_per_pass({"engine": decoder}, ["s"] * 10, repeats=2, batch_sizes=(4,))
+    assert set(seconds) == {("engine", 1, 4), ("engine", 4, 4)}
+    # Per beam size: one warm-up request, then two passes of requests of 4, 4 and 2 sentences.
+    assert (
+        decoder.requests == [(4, 1), (4, 4)] + [(4, 1), (4, 1), (2, 1), (4, 4), (4, 4), (2, 4)] * 2
+    )
+
+
+def test_batch_sizes_below_one_are_refused(softmax_run, capsys):
+    folder, _ = softmax_run
+    arguments = ["--run", str(folder), "--sentences", str(folder / "spm.model")]
+    with pytest.raises(SystemExit):
+        parse_arguments([*arguments, "--batch-sizes", "4", "0"])
+    assert "--batch-sizes must be at least 1" in capsys.readouterr().err

@@ -244,6 +244,7 @@ def train_toy_model(num_experts):
     return model, history
 
 
+@pytest.mark.slow  # 22 s: trains a hard MoE until each expert has learnt its rewrite
 def test_hard_moe_learns_both_rewrites_one_per_expert():
     features, _, (plus_one, plus_two) = two_rewrite_task(200, seed=1)
     moe, history = train_toy_model(num_experts=2)

@@ -28,6 +28,7 @@ def read_history(run_dir: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow  # 32 s: a whole training run, its checkpoints, results and translations
 def test_training_writes_checkpoints_logs_results_and_translates(tiny_overrides, tmp_path):
     overrides = tiny_overrides + [
         "training.steps=3",  # not a multiple of the epoch: the last epoch is cut short

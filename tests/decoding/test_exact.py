@@ -191,12 +191,12 @@ class UncachedSteps:
 
 _SEARCH_VARIANTS = [
     pytest.param(head, budget, hidden, id=f"{name}-{budget}-{head}")
-    for name, hidden, heads in [
+    for name, hidden, head_names in [
         ("prefixes-grouped", (), ["softmax", "sigmoid", "entmax15"]),
         ("slots-grouped", ("prefix_cache", "prefix_entries"), ["softmax", "sigmoid", "entmax15"]),
         ("prefixes-copied-sources", ("source_groups",), ["sigmoid"]),
     ]
-    for head in heads
+    for head in head_names
     for budget in [10, 1000]
 ]
 

@@ -434,13 +434,14 @@ class Seq2SeqTransformer(keras.Model):
         Returns:
             A `PrefixCache`, each tensor `[rows, positions, num_heads, head_dim]`.
         """
-        slots = tf.convert_to_tensor(slots, tf.int32)
+        # Indices (slot, 0, 0) of every position, made once; a layer's keys or values are at
+        # the offset (0, layer, part) from them.
+        at_slots = tf.pad(
+            tf.convert_to_tensor(slots, tf.int32)[..., tf.newaxis], [[0, 0]] * 2 + [[0, 2]]
+        )
 
         def gathered(layer: int, part: int) -> tf.Tensor:
-            indices = tf.stack(
-                [slots, tf.fill(tf.shape(slots), layer), tf.fill(tf.shape(slots), part)], axis=-1
-            )
-            return tf.gather_nd(entries, indices)
+            return tf.gather_nd(entries, at_slots + tf.constant([0, layer, part]))
 
         return PrefixCache(
             tuple((gathered(i, 0), gathered(i, 1)) for i in range(self.num_decoder_layers))

@@ -26,6 +26,8 @@ SUBCOMMANDS = {
     "diversity": ("diversity", "diversity of K translations (Hard-MoE against baselines)"),
     "synthetic": ("synthetic", "IBM-3 synthetic language pairs at temperatures"),
     "temperature-table": ("temperature_table", "table of synthetic-corpus reports by γ"),
+    "reproduce": ("reproduce", "train, evaluate and analyse one paper's runs, by steps and seed"),
+    "report": ("report", "write the results page from reproduction folders"),
     "demo": ("demo", "train softmax and SCONES on the bundled corpus, translate, export"),
 }
 

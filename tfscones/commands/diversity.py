@@ -29,57 +29,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from tfscones.commands.argument_types import non_negative_int, positive_int  # noqa: E402
-from tfscones.data.text_lines import read_lines  # noqa: E402
-from tfscones.decoding import Search, translate_nbest  # noqa: E402
-from tfscones.decoding.translate import run_search  # noqa: E402
 from tfscones.evaluation import diversity  # noqa: E402
-from tfscones.models import check_run_files, decode_experts, load_run  # noqa: E402
-
-
-def baseline_searches(k: int, top_k: int, diversity_strength: float, seed: int) -> dict:
-    """The decoding baselines of Shen et al. 2019, §4, each giving `k` translations a sentence."""
-    return {
-        "sampling": Search("sample", num_hypotheses=k, seed=seed),
-        f"top-{top_k} sampling": Search("sample", num_hypotheses=k, top_k=top_k, seed=seed),
-        f"beam {k}, {k}-best": Search("beam", beam_size=k, num_hypotheses=k),
-        f"diverse beam ({k} groups)": Search(
-            "diverse_beam",
-            beam_size=k,
-            num_groups=k,
-            num_hypotheses=k,
-            diversity_strength=diversity_strength,
-        ),
-    }
-
-
-def k_translations(model, tokenizer, sources, search, count, decoder=run_search) -> list[list]:
-    """`count` translations per source (empty strings fill slots a sparse head leaves)."""
-    nbest = translate_nbest(model, tokenizer, sources, search=search, decoder=decoder)
-    return [[text for text, _ in row] + [""] * (count - len(row)) for row in nbest]
-
-
-def read_multiref(path: Path) -> tuple[list[str], list[list[str]]]:
-    """Sources and references from JSON lines `{"src": ..., "refs": [...]}`."""
-    sources, references = [], []
-    for number, line in enumerate(read_lines(path), start=1):
-        try:
-            record = json.loads(line)
-            sources.append(record["src"])
-            references.append(list(record["refs"]))
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            message = f"{path}:{number}: not a JSON line with 'src' and 'refs' ({error})"
-            raise ValueError(message) from None
-    return sources, references
-
-
-def read_references(source: Path, reference_files: list[Path]) -> tuple[list[str], list[list]]:
-    """Sources and aligned reference files, one reference per file and line."""
-    sources = read_lines(source)
-    columns = [read_lines(path) for path in reference_files]
-    for path, column in zip(reference_files, columns, strict=True):
-        if len(column) != len(sources):
-            raise ValueError(f"{path} has {len(column)} lines but {source} has {len(sources)}")
-    return sources, [list(row) for row in zip(*columns, strict=True)]
+from tfscones.evaluation.diverse_translations import (  # noqa: E402
+    baseline_translations,
+    expert_translations,
+    read_multiref,
+    read_references,
+)
+from tfscones.models import check_run_files, load_run  # noqa: E402
 
 
 def write_report(reports: dict[str, diversity.DiversityReport], out: Path) -> None:
@@ -176,14 +133,20 @@ def all_translations(arguments, sources: list[str]) -> dict[str, list[list[str]]
         model, tokenizer = load_run(arguments.moe_run)
         if getattr(model, "num_experts", None) != arguments.k:
             raise ValueError(f"{arguments.moe_run} is not a model of --k {arguments.k} experts")
-        translations[f"hard-MoE, {arguments.k} experts"] = k_translations(
-            model, tokenizer, sources, Search(), arguments.k, decoder=decode_experts
+        translations[f"hard-MoE, {arguments.k} experts"] = expert_translations(
+            model, tokenizer, sources
         )
     if arguments.baseline_run:
         model, tokenizer = load_run(arguments.baseline_run)
-        searches = baseline_searches(
-            arguments.k, arguments.top_k, arguments.diversity_strength, arguments.seed
+        translations.update(
+            baseline_translations(
+                model,
+                tokenizer,
+                sources,
+                arguments.k,
+                arguments.top_k,
+                arguments.diversity_strength,
+                arguments.seed,
+            )
         )
-        for name, search in searches.items():
-            translations[name] = k_translations(model, tokenizer, sources, search, arguments.k)
     return translations

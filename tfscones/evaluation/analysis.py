@@ -157,6 +157,20 @@ class ModelAnalysis:
     forced: ForcedStatistics
     seconds: float
 
+    @classmethod
+    def from_dict(cls, values: dict) -> ModelAnalysis:
+        """The analysis `dataclasses.asdict` turned into `values` (as `analysis.json` holds it)."""
+        exact = values["exact"]
+        return cls(
+            **{
+                **values,
+                "beam_curve": [BeamPoint(**point) for point in values["beam_curve"]],
+                "exact": ExactSearchStatistics(**exact) if exact else None,
+                "empty_scores": model_errors.ScoreSummary(**values["empty_scores"]),
+                "forced": ForcedStatistics(**values["forced"]),
+            }
+        )
+
     def beam(self, beam_size: int) -> BeamPoint | None:
         """The beam curve's point of a beam size, or None if the curve has no such beam."""
         return next((point for point in self.beam_curve if point.beam_size == beam_size), None)

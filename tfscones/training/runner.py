@@ -58,7 +58,7 @@ from tfscones.models import (
 )
 from tfscones.serving.export import ExportSettings, export_run
 from tfscones.serving.module import TranslationModule
-from tfscones.training import callbacks
+from tfscones.training import callbacks, machine
 from tfscones.training.averaging import average_checkpoints
 from tfscones.training.config import ConfigError, ExperimentConfig, config_to_dict, data_path
 from tfscones.training.distribution import make_strategy, worker_index
@@ -508,9 +508,11 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
             `isatty()` is true gets it redrawn in place.
 
     Returns:
-        A dict with the best dev BLEU, test BLEU, steps trained and wall time.
+        A dict with the best dev BLEU, test BLEU and chrF, steps trained, wall time, the machine
+        (`tfscones.training.machine.describe_machine`) and the one-minute load average at the
+        start and the end (what else was running shows there).
     """
-    started = time.monotonic()
+    started, load_at_start = time.monotonic(), machine.load_average()
     # The strategy comes first: a multi-worker strategy must configure TensorFlow's collective
     # ops before anything (the config check builds a model) starts its runtime.
     strategy = make_strategy(config.training.strategy, config.training.tpu)
@@ -536,6 +538,8 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
         "steps": steps,
         "best_dev_bleu": fit_callbacks[0].best_bleu,
         "train_minutes": (time.monotonic() - started) / 60.0,
+        "machine": machine.describe_machine(),
+        "load_average": {"start": load_at_start, "end": machine.load_average()},
     }
     if averaged_bleu is not None:
         results["averaged_dev_bleu"] = averaged_bleu

@@ -1,0 +1,84 @@
+"""Reproduce a paper's results: `tfscones reproduce scones|entmax|moe --data DIR --out DIR`.
+
+Trains every run of the paper's plan for its fixed number of steps with its seed, evaluates and
+analyses it, and skips whatever an earlier call finished (a killed run resumes from its
+backup). `tfscones.reproduction.plans` lists the runs; `tfscones report OUT` writes the results
+page from the folder. `python -m training.reproduce` is the same command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from tfscones.commands.argument_types import non_negative_int, positive_int
+from tfscones.data import ParallelTextError
+from tfscones.data.text_lines import TextLineError
+from tfscones.decoding import DEFAULT_STATE_BUDGET
+from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
+from tfscones.reproduction.plans import DEFAULT_DATA_DIR, PLANS
+from tfscones.reproduction.reproduce import AnalysisSettings, reproduce
+from tfscones.training.config import ConfigError
+from tfscones.training.run_folder import RunFolderError
+
+
+def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """Command-line arguments."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument("paper", choices=sorted(PLANS), help="which paper's plan to run")
+    parser.add_argument(
+        "--data",
+        default=DEFAULT_DATA_DIR,
+        help=f"folder holding multi30k-en-de/ (default {DEFAULT_DATA_DIR})",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("reproduction"), help="the reproduction folder"
+    )
+    parser.add_argument(
+        "--beam-sizes",
+        type=positive_int,
+        nargs="+",
+        default=list(DEFAULT_BEAM_SIZES),
+        help="beam sizes of the analysis curves",
+    )
+    parser.add_argument(
+        "--exact-sentences",
+        type=non_negative_int,
+        help="exact search on the first N test sentences (default: all; 0: none)",
+    )
+    parser.add_argument(
+        "--state-budget",
+        type=positive_int,
+        default=DEFAULT_STATE_BUDGET,
+        help=f"exact search's states per sentence (default {DEFAULT_STATE_BUDGET:,})",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        help="section.key=value for every run, such as training.strategy=mirrored",
+    )
+    return parser.parse_intermixed_args(argv)
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> None:
+    """Entry point of `tfscones reproduce` and `python -m training.reproduce`."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    arguments = parse_arguments(argv, prog)
+    settings = AnalysisSettings(
+        beam_sizes=tuple(sorted(set(arguments.beam_sizes))),
+        exact_sentences=arguments.exact_sentences,
+        state_budget=arguments.state_budget,
+    )
+    try:
+        done = reproduce(
+            arguments.paper, arguments.out, arguments.data, settings, arguments.overrides
+        )
+    except ConfigError as error:
+        raise SystemExit(f"config error: {error}") from None
+    except RunFolderError as error:
+        raise SystemExit(f"run folder error: {error}") from None
+    except (ParallelTextError, TextLineError, FileNotFoundError) as error:
+        raise SystemExit(f"data error: {error}") from None
+    print("\n".join(done) if done else f"{arguments.paper}: everything was already done.")
+    print(f"Results page: tfscones report {arguments.out} --out {arguments.out}/results.md")

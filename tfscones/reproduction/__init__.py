@@ -1,0 +1,1 @@
+"""Reproductions of the papers: what each trains (`plans`), running it, and the report."""

@@ -1,0 +1,166 @@
+"""What each paper's reproduction trains and measures: runs bounded by steps, seeded.
+
+A `Plan` lists the runs of one paper (`scones`, `entmax`, `moe`), each a shipped config with a
+seed, trained for the config's fixed `training.steps` (never a wall-clock budget), so that any
+machine trains the same model from the same initial weights on the same batches, only slower or
+faster. Runs are named `<config name>-seed<N>` and shared between plans: the softmax baseline
+the SCONES and entmax reproductions compare with is one run.
+
+The SCONES plan chooses α on the dev set: the SCONES run with the best dev BLEU among
+α ∈ {0.2, 0.5, 1.0} (seed 1) names the α of the tanh run, which therefore can only be planned
+once those three have finished (`Plan.runs` leaves it out until then).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+MULTI30K_FILES = {
+    "train": ("multi30k-en-de/train.en", "multi30k-en-de/train.de"),
+    "dev": ("multi30k-en-de/val.en", "multi30k-en-de/val.de"),
+    "test": ("multi30k-en-de/test_2016_flickr.en", "multi30k-en-de/test_2016_flickr.de"),
+}
+DEFAULT_DATA_DIR = "../shared/data"
+SCONES_ALPHAS = (0.2, 0.5, 1.0)
+SPREAD_SEEDS = (1, 2)
+MOE_EXPERTS = 5
+DEMO_STEPS = ("training.steps=3000",)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRun:
+    """One training run of a reproduction.
+
+    Attributes:
+        config: The shipped config (`multi30k_softmax`).
+        seed: `training.seed`: initial weights, data order and dropout.
+        label: How tables name the model (`SCONES α=0.5`).
+        overrides: Further `section.key=value` overrides (the tanh run's α).
+        corpus: `multi30k` (its files under the data folder) or `demo` (bundled).
+        analysed: Whether the report shows its analyses (beam curve, exact search,
+            calibration); runs trained only for the seed spread are not analysed.
+    """
+
+    config: str
+    seed: int
+    label: str
+    overrides: tuple[str, ...] = ()
+    corpus: str = "multi30k"
+    analysed: bool = True
+
+    @property
+    def name(self) -> str:
+        """The run's folder name: the config's name with its seed (`multi30k-softmax-seed1`)."""
+        stem = self.config.replace("_", "-")
+        return f"{stem}-seed{self.seed}"
+
+    def config_overrides(self, data_dir: str, out_dir: Path) -> list[str]:
+        """The overrides that make the shipped config this run, in `out_dir/<name>`.
+
+        Data paths are joined as text, not resolved, so the same `--data` always gives the same
+        config (a resumed or skipped run compares configs key by key).
+        """
+        overrides = [
+            f"name={self.name}",
+            f"output_dir={out_dir / self.name}",
+            f"training.seed={self.seed}",
+            *self.overrides,
+        ]
+        if self.corpus == "multi30k":
+            for split, (source, target) in MULTI30K_FILES.items():
+                overrides.append(f"data.{split}_source={data_dir.rstrip('/')}/{source}")
+                overrides.append(f"data.{split}_target={data_dir.rstrip('/')}/{target}")
+        return overrides
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """One paper's reproduction.
+
+    Attributes:
+        name: `scones`, `entmax` or `moe`.
+        title: The paper, by authors and year.
+        fixed_runs: Runs planned from the start.
+        later_runs: Runs planned from finished ones (the tanh run at the α chosen on dev).
+    """
+
+    name: str
+    title: str
+    fixed_runs: tuple[PlannedRun, ...]
+    later_runs: Callable[[Path], tuple[PlannedRun, ...]] = lambda out_dir: ()
+
+    def runs(self, out_dir: Path) -> list[PlannedRun]:
+        """The runs known so far: the fixed ones, then those that finished runs decide."""
+        return [*self.fixed_runs, *self.later_runs(out_dir)]
+
+
+def finished_results(out_dir: Path, run: PlannedRun) -> dict | None:
+    """The run's `results.json`, or None if it has not finished."""
+    path = out_dir / run.name / "results.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def scones_run(alpha: float, seed: int = 1) -> PlannedRun:
+    """The shipped SCONES config of an α (`multi30k_scones_a0.5`)."""
+    return PlannedRun(f"multi30k_scones_a{alpha}", seed, f"SCONES α={alpha}")
+
+
+def chosen_alpha(out_dir: Path) -> float | None:
+    """The SCONES α with the best dev BLEU (seed 1), or None until every α has finished.
+
+    Ties go to the smaller α, the first in `SCONES_ALPHAS`.
+    """
+    dev_bleu = {}
+    for alpha in SCONES_ALPHAS:
+        results = finished_results(out_dir, scones_run(alpha))
+        if results is None:
+            return None
+        dev_bleu[alpha] = results["best_dev_bleu"]
+    return max(SCONES_ALPHAS, key=lambda alpha: (dev_bleu[alpha], -alpha))
+
+
+def tanh_run_at_chosen_alpha(out_dir: Path) -> tuple[PlannedRun, ...]:
+    """The tanh head at the α chosen on dev, once the choice can be made."""
+    alpha = chosen_alpha(out_dir)
+    if alpha is None:
+        return ()
+    return (PlannedRun("multi30k_tanh", 1, f"tanh α={alpha}", overrides=(f"loss.alpha={alpha}",)),)
+
+
+SOFTMAX = PlannedRun("multi30k_softmax", 1, "softmax")
+SCONES = Plan(
+    name="scones",
+    title="Stahlberg & Kumar (2022), SCONES",
+    fixed_runs=(
+        SOFTMAX,
+        *(scones_run(alpha) for alpha in SCONES_ALPHAS),
+        PlannedRun("multi30k_softmax", 2, "softmax", analysed=False),
+        PlannedRun("multi30k_scones_a0.5", 2, "SCONES α=0.5", analysed=False),
+    ),
+    later_runs=tanh_run_at_chosen_alpha,
+)
+ENTMAX = Plan(
+    name="entmax",
+    title="Peters & Martins (2021), sparse entmax and Fenchel-Young label smoothing",
+    fixed_runs=(
+        SOFTMAX,
+        PlannedRun("multi30k_entmax15", 1, "entmax-1.5"),
+        PlannedRun("multi30k_sparsemax", 1, "sparsemax"),
+    ),
+)
+MOE = Plan(
+    name="moe",
+    title="Shen et al. (2019), mixture models for diverse machine translation",
+    fixed_runs=(
+        PlannedRun("demo_softmax", 1, "softmax", DEMO_STEPS, corpus="demo"),
+        PlannedRun(
+            f"demo_moe_k{MOE_EXPERTS}", 1, f"hard-MoE K={MOE_EXPERTS}", DEMO_STEPS, corpus="demo"
+        ),
+    ),
+)
+PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE)}

@@ -1,0 +1,121 @@
+"""What a reproduction folder holds for one run, read back from its small text files.
+
+A run folder written by `tfscones reproduce` keeps, beside the models and backups that stay
+out of the repository, the files the report is made from: `config.yaml`, `results.json`,
+`history.csv`, `evaluation.json` and `analysis.json`. `read_run` reads whichever exist.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+import yaml
+
+from tfscones.evaluation.analysis import ModelAnalysis
+from tfscones.reproduction.plans import PlannedRun
+
+EVALUATION_FILE = "evaluation.json"
+ANALYSIS_FILE = "analysis.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """The outputs of one planned run; None (or empty) for what it has not written yet.
+
+    Attributes:
+        run: The planned run.
+        config: The resolved config it trained with (`config.yaml`).
+        results: `results.json`: steps, best dev BLEU, greedy test BLEU, wall time.
+        history: `history.csv` rows, one per epoch, values as floats.
+        evaluation: `evaluation.json`: greedy and beam-4 BLEU and chrF on the test set.
+        analysis: The `ModelAnalysis` of `analysis.json`.
+        analysis_settings: The settings the analysis ran with.
+    """
+
+    run: PlannedRun
+    config: dict | None
+    results: dict | None
+    history: list[dict]
+    evaluation: dict | None
+    analysis: ModelAnalysis | None
+    analysis_settings: dict | None
+
+    @property
+    def finished(self) -> bool:
+        """Whether training finished (its `results.json` exists)."""
+        return self.results is not None
+
+    def test_bleu(self, search: str = "greedy") -> float | None:
+        """Test BLEU of `greedy` or `beam4` search, from the evaluation (greedy: or the results)."""
+        if self.evaluation is not None:
+            return self.evaluation[search]["bleu"]
+        if search == "greedy" and self.results is not None:
+            return self.results.get("test_bleu")
+        return None
+
+    def test_chrf(self, search: str = "greedy") -> float | None:
+        """Test chrF of `greedy` or `beam4` search."""
+        if self.evaluation is not None:
+            return self.evaluation[search]["chrf"]
+        if search == "greedy" and self.results is not None:
+            return self.results.get("test_chrf")
+        return None
+
+
+def read_run(out_dir: Path, run: PlannedRun) -> RunRecord:
+    """The run's record from `out_dir/<run name>/`."""
+    folder = out_dir / run.name
+    analysis_record = read_json(folder / ANALYSIS_FILE)
+    config_file = folder / "config.yaml"
+    return RunRecord(
+        run=run,
+        config=yaml.safe_load(config_file.read_text(encoding="utf-8"))
+        if config_file.is_file()
+        else None,
+        results=read_json(folder / "results.json"),
+        history=_history(folder / "history.csv"),
+        evaluation=read_json(folder / EVALUATION_FILE),
+        analysis=ModelAnalysis.from_dict(analysis_record["analysis"]) if analysis_record else None,
+        analysis_settings=analysis_record["settings"] if analysis_record else None,
+    )
+
+
+def read_json(path: Path) -> dict | None:
+    """A JSON file's value; None if there is no such file."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _history(path: Path) -> list[dict]:
+    """The epoch rows of a Keras `CSVLogger` file, numbers as floats (empty cells left out)."""
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8", newline="") as file:
+        return [
+            {key: float(value) for key, value in row.items() if value not in ("", None)}
+            for row in csv.DictReader(file)
+        ]
+
+
+def seed_spread(records: list[RunRecord]) -> float | None:
+    """The largest greedy test BLEU difference between two seeds of one config."""
+    by_config: dict[str, list[float]] = {}
+    for record in records:
+        if record.finished:
+            by_config.setdefault(record.run.config, []).append(record.test_bleu())
+    spreads = [max(scores) - min(scores) for scores in by_config.values() if len(scores) > 1]
+    return max(spreads) if spreads else None
+
+
+def mean_over_seeds(records: list[RunRecord], config: str, search: str = "greedy") -> float | None:
+    """The mean test BLEU over the finished seeds of a config; None if none finished."""
+    scores = [r.test_bleu(search) for r in records if r.run.config == config and r.finished]
+    scores = [score for score in scores if score is not None]
+    return sum(scores) / len(scores) if scores else None
+
+
+def find(records: list[RunRecord], label: str, seed: int = 1) -> RunRecord | None:
+    """The record of the run with this label and seed; None if the plan has none."""
+    return next((r for r in records if r.run.label == label and r.run.seed == seed), None)

@@ -1,0 +1,283 @@
+"""Runs a paper's reproduction into one folder: train, evaluate, analyse; finished parts skipped.
+
+    from tfscones.reproduction import reproduce
+    reproduce.reproduce("scones", out_dir="reproduction", data_dir="../shared/data")
+
+For every run of the plan (`tfscones.reproduction.plans`), in order, into `OUT/<run name>/`:
+
+1. training (`tfscones.training.runner.train`), skipped when the folder has a `results.json`; a
+   killed run resumes from its backup, as `tfscones train` does;
+2. `evaluation.json`: greedy and beam-4 BLEU and chrF on the test set;
+3. `analysis.json` (the `scones` and `entmax` plans, runs marked `analysed`):
+   `tfscones.evaluation.analysis.analyze_model` with the settings it records (beam sizes 1-128
+   and exact search with the SCONES paper's budget of 1M states on the whole test set by
+   default), redone only when the settings change;
+4. the `moe` plan writes `OUT/moe/diversity.json` (Shen et al. 2019, Table 1 columns for the
+   hard-MoE model and each decoding baseline of the softmax run) and `OUT/moe/experts.json`
+   (each expert's BLEU and share of E-step wins).
+
+Each step writes its file only when it is complete, so a killed reproduction started again
+goes on where it stopped. `tfscones report OUT` turns the folder into the results page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from tfscones import decoding
+from tfscones.decoding import DEFAULT_STATE_BUDGET, Search
+from tfscones.evaluation import diversity, metrics
+from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES, analyze_model
+from tfscones.evaluation.diverse_translations import (
+    baseline_translations,
+    expert_translations,
+    read_multiref,
+)
+from tfscones.evaluation.expert_wins import expert_wins
+from tfscones.models import load_run
+from tfscones.reproduction.plans import (
+    DEFAULT_DATA_DIR,
+    MOE,
+    MOE_EXPERTS,
+    PLANS,
+    Plan,
+    PlannedRun,
+)
+from tfscones.reproduction.records import ANALYSIS_FILE, EVALUATION_FILE
+from tfscones.training import runner
+from tfscones.training.config import ExperimentConfig, data_path, load_config
+
+logger = logging.getLogger("reproduce")
+
+TOP_K = 10
+DIVERSITY_STRENGTH = 0.5
+MULTIREF_FILE = "tfscones:data/demo/multiref-dev.de-en.jsonl"
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisSettings:
+    """How much of the analysis to run (the defaults are the SCONES paper's).
+
+    Attributes:
+        beam_sizes: Beam sizes of the BLEU and length curves.
+        exact_sentences: Exact search on this many of the first test sentences (None: all).
+        state_budget: Exact search's per-sentence state budget.
+    """
+
+    beam_sizes: tuple[int, ...] = DEFAULT_BEAM_SIZES
+    exact_sentences: int | None = None
+    state_budget: int = DEFAULT_STATE_BUDGET
+
+    def as_dict(self) -> dict:
+        """The settings as recorded in `analysis.json`."""
+        return {
+            "beam_sizes": list(self.beam_sizes),
+            "exact_sentences": self.exact_sentences,
+            "state_budget": self.state_budget,
+        }
+
+
+def run_config(
+    run: PlannedRun, out_dir: Path, data_dir: str = DEFAULT_DATA_DIR, overrides: Sequence[str] = ()
+) -> ExperimentConfig:
+    """The experiment config of a planned run, with further `section.key=value` overrides."""
+    return load_config(run.config, [*run.config_overrides(data_dir, out_dir), *overrides])
+
+
+def reproduce(
+    paper: str,
+    out_dir: str | Path,
+    data_dir: str = DEFAULT_DATA_DIR,
+    settings: AnalysisSettings = AnalysisSettings(),
+    overrides: Sequence[str] = (),
+    progress: TextIO | None = None,
+) -> list[str]:
+    """Trains, evaluates and analyses every run of a paper's plan; skips what is done.
+
+    Every run's config is built and checked (data files included) before the first step
+    starts, so a wrong `data_dir` fails at once.
+
+    Args:
+        paper: `scones`, `entmax` or `moe`.
+        out_dir: The reproduction folder (shared by the plans: a run two plans use is trained
+            once).
+        data_dir: The folder holding `multi30k-en-de/` (the `moe` plan uses the bundled corpus).
+        settings: How much of the analysis to run.
+        overrides: `section.key=value` overrides for every run, after the plan's own: where
+            and how to train (`training.strategy=mirrored`); anything else makes other runs
+            than the plan's.
+        progress: Where training progress lines go (standard output if None).
+
+    Returns:
+        What was done, one line a step (`trained multi30k-softmax-seed1`, `skipped ...`).
+
+    Raises:
+        ValueError: If `paper` is not a plan's name.
+        tfscones.training.config.ConfigError: If a run's config is invalid or a data file is
+            missing.
+    """
+    if paper not in PLANS:
+        raise ValueError(f"unknown paper {paper!r}; allowed: {', '.join(PLANS)}.")
+    plan, out_dir = PLANS[paper], Path(out_dir)
+    for run in plan.fixed_runs:
+        runner.check_config(run_config(run, out_dir, data_dir, overrides))
+    done, steps = [], _steps(plan, settings)
+    while True:
+        pending = [
+            (run, step)
+            for run in plan.runs(out_dir)
+            for step in steps
+            if not step.is_done(run, out_dir, settings)
+        ]
+        if not pending:
+            break
+        run, step = pending[0]
+        step.action(run_config(run, out_dir, data_dir, overrides), settings, progress)
+        done.append(f"{step.name} {run.name}")
+    if plan is MOE:
+        done += _moe_comparison(out_dir)
+    return done
+
+
+@dataclasses.dataclass(frozen=True)
+class _Step:
+    """One step of a run: what it is called, whether it is done, and what it does."""
+
+    name: str
+    is_done: Callable[[PlannedRun, Path, AnalysisSettings], bool]
+    action: Callable[[ExperimentConfig, AnalysisSettings, TextIO | None], None]
+
+
+def _steps(plan: Plan, settings: AnalysisSettings) -> list[_Step]:
+    steps = [
+        _Step("trained", lambda run, out, s: (out / run.name / "results.json").is_file(), _train),
+        _Step(
+            "evaluated", lambda run, out, s: (out / run.name / EVALUATION_FILE).is_file(), _evaluate
+        ),
+    ]
+    if plan is not MOE:
+        steps.append(_Step("analysed", _is_analysed, _analyse))
+    return steps
+
+
+def _train(config: ExperimentConfig, settings, progress) -> None:
+    runner.train(config, progress)
+
+
+def _test_set(config: ExperimentConfig) -> tuple[list[str], list[str]]:
+    return runner.sentence_pairs(config, "test", config.data.test_sentences)
+
+
+def _evaluate(config: ExperimentConfig, settings, progress) -> None:
+    """Greedy and beam-4 BLEU and chrF of the run's best model on the test set."""
+    sources, references = _test_set(config)
+    evaluation = {"sentences": len(sources), "bleu_signature": metrics.bleu_signature()}
+    for name, search in (("greedy", Search()), ("beam4", Search("beam", beam_size=4))):
+        scores = runner.evaluate(config.run_dir, sources, references, search)
+        evaluation[name] = {"bleu": scores["bleu"], "chrf": scores["chrf"]}
+    _write_json(config.run_dir / EVALUATION_FILE, evaluation)
+
+
+def _is_analysed(run: PlannedRun, out_dir: Path, settings: AnalysisSettings) -> bool:
+    if not run.analysed:
+        return True
+    path = out_dir / run.name / ANALYSIS_FILE
+    if not path.is_file():
+        return False
+    return json.loads(path.read_text(encoding="utf-8"))["settings"] == settings.as_dict()
+
+
+def _analyse(config: ExperimentConfig, settings: AnalysisSettings, progress) -> None:
+    """`analyze_model` of the run's best model on the test set, with its settings."""
+    sources, references = _test_set(config)
+    model, tokenizer = load_run(config.run_dir)
+    analysis = analyze_model(
+        model,
+        tokenizer,
+        sources,
+        references,
+        beam_sizes=settings.beam_sizes,
+        exact_sentences=settings.exact_sentences,
+        state_budget=settings.state_budget,
+    )
+    record = {"settings": settings.as_dict(), "analysis": dataclasses.asdict(analysis)}
+    _write_json(config.run_dir / ANALYSIS_FILE, record)
+
+
+def _moe_comparison(out_dir: Path) -> list[str]:
+    """Diversity of the hard-MoE model and the softmax baselines; each expert's BLEU and wins."""
+    folder = out_dir / MOE.name
+    diversity_file, experts_file = folder / "diversity.json", folder / "experts.json"
+    if diversity_file.is_file() and experts_file.is_file():
+        return []
+    baseline, mixture = (out_dir / run.name for run in MOE.fixed_runs)
+    sources, references = read_multiref(data_path(MULTIREF_FILE))
+    model, tokenizer = load_run(mixture)
+    translations = {f"hard-MoE K={MOE_EXPERTS}": expert_translations(model, tokenizer, sources)}
+    experts = expert_statistics(model, tokenizer, sources, references, translations)
+    baseline_model, baseline_tokenizer = load_run(baseline)
+    greedy = decoding.translate(baseline_model, baseline_tokenizer, sources)
+    experts["baseline_greedy_bleu"] = metrics.corpus_bleu(greedy, _streams(references)).score
+    translations.update(
+        baseline_translations(
+            baseline_model,
+            baseline_tokenizer,
+            sources,
+            MOE_EXPERTS,
+            TOP_K,
+            DIVERSITY_STRENGTH,
+            seed=1,
+        )
+    )
+    reports = {
+        name: {
+            **dataclasses.asdict(diversity.diversity_report(hypotheses, references, seed=1)),
+            "bleu": mean_bleu(hypotheses, references),
+        }
+        for name, hypotheses in translations.items()
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_json(experts_file, experts)
+    _write_json(diversity_file, {"sentences": len(sources), "methods": reports})
+    return [f"compared {MOE.name}"]
+
+
+def _streams(references: list[list[str]]) -> list[list[str]]:
+    """Multi-reference rows (a list of references per source) as reference streams."""
+    return [list(column) for column in itertools.zip_longest(*references)]
+
+
+def mean_bleu(hypotheses: list[list[str]], references: list[list[str]]) -> float:
+    """The mean over k of the multi-reference corpus BLEU of every source's k-th translation."""
+    scores = [
+        metrics.corpus_bleu([row[k] for row in hypotheses], _streams(references)).score
+        for k in range(len(hypotheses[0]))
+    ]
+    return sum(scores) / len(scores)
+
+
+def expert_statistics(model, tokenizer, sources, references, translations) -> dict:
+    """Each expert's multi-reference BLEU and its share of E-step wins over (source, reference)."""
+    per_expert = next(iter(translations.values()))
+    bleu = [
+        metrics.corpus_bleu([row[k] for row in per_expert], _streams(references)).score
+        for k in range(model.num_experts)
+    ]
+    pairs = [
+        (source, ref) for source, refs in zip(sources, references, strict=True) for ref in refs
+    ]
+    wins = expert_wins(model, tokenizer, [s for s, _ in pairs], [r for _, r in pairs])
+    return {"bleu": bleu, "wins": wins}
+
+
+def _write_json(path: Path, value: dict) -> None:
+    """Writes through a temporary file, so a killed step never leaves half a file."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)

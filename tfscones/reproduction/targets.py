@@ -1,0 +1,127 @@
+"""The figures the reproductions are meant to reach, read from a reproduction folder's records.
+
+Greedy test BLEU is the mean over the finished seeds of a recipe (Multi30k test_2016_flickr);
+the hard-MoE figures are on the multi-reference Tatoeba dev set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+from tfscones.evaluation.analysis_report import percent
+from tfscones.reproduction.plans import MOE, chosen_alpha
+from tfscones.reproduction.records import RunRecord, find, mean_over_seeds, read_json
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A figure the reproductions are meant to reach, and how to read it from the records."""
+
+    text: str
+    value: Callable[[dict[str, list[RunRecord]], Path], float | None]
+    met: Callable[[float], bool]
+    render: Callable[[float], str] = lambda value: f"{value:.1f}"
+
+
+def _mean_greedy(plan: str, config: str):
+    return lambda records, results_dir: mean_over_seeds(records[plan], config)
+
+
+def _chosen_scones_greedy(records, results_dir):
+    alpha = chosen_alpha(results_dir)
+    return mean_over_seeds(records["scones"], f"multi30k_scones_a{alpha}") if alpha else None
+
+
+def _entmax_empty_rate(records, results_dir):
+    entmax = find(records["entmax"], "entmax-1.5")
+    return entmax.analysis.empty_string_rate if entmax and entmax.analysis else None
+
+
+def _moe_number(key: Callable[[dict, dict], float]):
+    def value(records, results_dir):
+        comparison = read_json(results_dir / MOE.name / "diversity.json")
+        experts = read_json(results_dir / MOE.name / "experts.json")
+        return key(comparison["methods"], experts) if comparison and experts else None
+
+    return value
+
+
+def _method(methods: dict, prefix: str) -> dict:
+    return next(report for name, report in methods.items() if name.startswith(prefix))
+
+
+TARGETS = (
+    Target(
+        "softmax greedy test BLEU, mean of seeds ≥ 37.0",
+        _mean_greedy("scones", "multi30k_softmax"),
+        lambda v: v >= 37.0,
+    ),
+    Target(
+        "SCONES (α by dev) greedy test BLEU, mean of seeds ≥ 37.5",
+        _chosen_scones_greedy,
+        lambda v: v >= 37.5,
+    ),
+    Target(
+        "entmax-1.5 greedy test BLEU ≥ 36.5",
+        _mean_greedy("entmax", "multi30k_entmax15"),
+        lambda v: v >= 36.5,
+    ),
+    Target(
+        "sparsemax greedy test BLEU ≥ 35.0",
+        _mean_greedy("entmax", "multi30k_sparsemax"),
+        lambda v: v >= 35.0,
+    ),
+    Target(
+        "entmax-1.5: empty string above beam-4 in < 1% of test sentences",
+        _entmax_empty_rate,
+        lambda v: v < 0.01,
+        percent,
+    ),
+    Target(
+        "hard-MoE: every expert wins ≥ 5% of pairs",
+        _moe_number(lambda m, e: min(e["wins"]["shares"])),
+        lambda v: v >= 0.05,
+        percent,
+    ),
+    Target(
+        "hard-MoE: best expert's BLEU within 1.5 of softmax greedy",
+        _moe_number(lambda m, e: max(e["bleu"]) - e["baseline_greedy_bleu"]),
+        lambda v: v >= -1.5,
+        lambda v: f"{v:+.1f}",
+    ),
+    Target(
+        "hard-MoE: pairwise BLEU below beam n-best's",
+        _moe_number(
+            lambda m, e: (
+                _method(m, "hard-MoE")["pairwise_bleu"] - _method(m, "beam")["pairwise_bleu"]
+            )
+        ),
+        lambda v: v < 0,
+        lambda v: f"{v:+.1f}",
+    ),
+    Target(
+        "hard-MoE: average oracle BLEU above sampling's",
+        _moe_number(
+            lambda m, e: (
+                _method(m, "hard-MoE")["average_oracle_bleu"] - m["sampling"]["average_oracle_bleu"]
+            )
+        ),
+        lambda v: v > 0,
+        lambda v: f"{v:+.1f}",
+    ),
+)
+
+
+def targets_table(records: dict[str, list[RunRecord]], results_dir: Path) -> list[str]:
+    """One row per target: its value in the records and whether it is met."""
+    lines = ["| target | value | |", "|---|---|---|"]
+    for target in TARGETS:
+        value = target.value(records, results_dir)
+        if value is None:
+            lines.append(f"| {target.text} | not run yet | |")
+        else:
+            verdict = "met" if target.met(value) else "missed"
+            lines.append(f"| {target.text} | {target.render(value)} | {verdict} |")
+    return lines + [""]

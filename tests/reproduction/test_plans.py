@@ -1,0 +1,65 @@
+import json
+
+import pytest
+
+from tfscones.reproduction import plans
+from tfscones.reproduction.plans import PLANS, PlannedRun, chosen_alpha, scones_run
+from tfscones.training.config import load_config
+
+
+def finish(out_dir, run: PlannedRun, dev_bleu: float) -> None:
+    folder = out_dir / run.name
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps({"best_dev_bleu": dev_bleu}))
+
+
+def test_a_run_is_named_by_its_config_and_seed_and_trains_there(tmp_path):
+    run = PlannedRun("multi30k_scones_a0.5", 2, "SCONES α=0.5")
+    config = load_config(run.config, run.config_overrides("../shared/data", tmp_path))
+
+    assert run.name == "multi30k-scones-a0.5-seed2"
+    assert config.name == run.name and config.run_dir == tmp_path / run.name
+    assert config.training.seed == 2
+    assert config.data.test_source == "../shared/data/multi30k-en-de/test_2016_flickr.en"
+    assert config.data.dev_target == "../shared/data/multi30k-en-de/val.de"
+
+
+def test_every_multi30k_run_is_bounded_by_steps_not_minutes(tmp_path):
+    for plan in PLANS.values():
+        for run in plan.fixed_runs:
+            config = load_config(run.config, run.config_overrides("data", tmp_path))
+            assert config.training.max_minutes is None, run.name
+            assert config.training.steps <= 3200, run.name
+
+
+def test_the_tanh_run_waits_for_every_alpha_then_takes_the_best_on_dev(tmp_path):
+    dev_bleu = {0.2: 30.0, 0.5: 31.5, 1.0: 31.0}
+    for alpha in plans.SCONES_ALPHAS[:-1]:
+        finish(tmp_path, scones_run(alpha), dev_bleu[alpha])
+    assert chosen_alpha(tmp_path) is None
+    assert not any(run.config == "multi30k_tanh" for run in PLANS["scones"].runs(tmp_path))
+
+    finish(tmp_path, scones_run(1.0), dev_bleu[1.0])
+    tanh = PLANS["scones"].runs(tmp_path)[-1]
+
+    assert chosen_alpha(tmp_path) == 0.5
+    assert tanh.config == "multi30k_tanh" and tanh.overrides == ("loss.alpha=0.5",)
+    assert load_config(tanh.config, list(tanh.overrides)).loss.alpha == 0.5
+
+
+def test_a_tie_on_dev_goes_to_the_smaller_alpha(tmp_path):
+    for alpha in plans.SCONES_ALPHAS:
+        finish(tmp_path, scones_run(alpha), 30.0 if alpha != 0.2 else 29.0)
+    assert chosen_alpha(tmp_path) == 0.5
+
+
+def test_the_softmax_baseline_is_one_run_for_both_multi30k_papers():
+    scones = {run.name for run in PLANS["scones"].fixed_runs}
+    entmax = {run.name for run in PLANS["entmax"].fixed_runs}
+    assert scones & entmax == {"multi30k-softmax-seed1"}
+
+
+@pytest.mark.parametrize("paper", sorted(PLANS))
+def test_run_names_are_unique_within_a_plan(paper):
+    names = [run.name for run in PLANS[paper].fixed_runs]
+    assert len(names) == len(set(names))

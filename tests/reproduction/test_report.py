@@ -1,0 +1,181 @@
+"""The results page from a small fixture of run outputs, written as `tfscones reproduce` would."""
+
+import dataclasses
+import json
+
+import pytest
+import yaml
+
+from tfscones.evaluation.analysis import (
+    BeamPoint,
+    ExactSearchStatistics,
+    ForcedStatistics,
+    ModelAnalysis,
+)
+from tfscones.evaluation.model_errors import ScoreSummary
+from tfscones.reproduction.plans import MOE, PLANS
+from tfscones.reproduction.report import write_report
+
+# label, seed -> (best dev BLEU, greedy test BLEU, beam-4 test BLEU)
+SCORES = {
+    ("softmax", 1): (38.0, 37.0, 37.8),
+    ("softmax", 2): (37.5, 36.6, 37.5),
+    ("SCONES α=0.2", 1): (37.0, 36.0, 36.5),
+    ("SCONES α=0.5", 1): (39.0, 38.2, 38.4),
+    ("SCONES α=0.5", 2): (38.9, 38.0, 38.1),
+    ("SCONES α=1.0", 1): (38.5, 37.9, 38.0),
+    ("entmax-1.5", 1): (37.2, 36.7, 37.0),
+    ("sparsemax", 1): (35.0, 34.0, 34.5),
+}
+EMPTY_RATE = {"softmax": 0.23, "SCONES α=0.5": 0.02, "entmax-1.5": 0.005}
+
+
+def analysis(label: str, greedy: float, beam4: float) -> dict:
+    empty = EMPTY_RATE.get(label, 0.1)
+    curve = [
+        BeamPoint(1, greedy, 0.98, -5.0, 40.0, 0.2),
+        BeamPoint(4, beam4, 0.97, -4.5, 20.0, 0.1),
+        BeamPoint(128, beam4 - (10.0 if label == "softmax" else 1.0), 0.8, -4.0, 2.0, 0.0),
+    ]
+    exact = ExactSearchStatistics(
+        sentences=1000,
+        state_budget=1_000_000,
+        bleu=20.0,
+        length_ratio=0.6,
+        beam_bleu=beam4,
+        beam_length_ratio=0.97,
+        incomplete_fraction=0.01,
+        improved_fraction=0.3,
+        empty_fraction=empty,
+        seconds=100.0,
+        states=[10, 20, 30],
+        exact_scores=[-3.0, -4.0, -5.0],
+        empty_scores=[-6.0, -7.0, float("-inf")],
+    )
+    forced = ForcedStatistics(0.05, 0.6, 8000.0, [0.5], [0.45], [10])
+    result = ModelAnalysis(
+        1000, label, curve, exact, empty, ScoreSummary(-6.5, 0.5, 2, 1), forced, 300.0
+    )
+    return {
+        "settings": {"beam_sizes": [1, 4, 128], "exact_sentences": None, "state_budget": 10**6},
+        "analysis": dataclasses.asdict(result),
+    }
+
+
+def write_run(out_dir, run, scores) -> None:
+    dev, greedy, beam4 = scores
+    folder = out_dir / run.name
+    folder.mkdir(exist_ok=True)
+    config = {"name": run.name, "training": {"steps": 3200, "steps_per_epoch": 400}}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    results = {
+        "steps": 3200,
+        "best_dev_bleu": dev,
+        "train_minutes": 64.0,
+        "test_bleu": greedy,
+        "machine": {"description": "Test CPU, 2 cores"},
+        "load_average": {"start": 0.1, "end": 2.0},
+    }
+    (folder / "results.json").write_text(json.dumps(results))
+    (folder / "history.csv").write_text("epoch,loss,val_bleu\n0,4.0,20.0\n1,3.0,\n")
+    evaluation = {"greedy": {"bleu": greedy, "chrf": 60.0}, "beam4": {"bleu": beam4, "chrf": 61}}
+    (folder / "evaluation.json").write_text(json.dumps(evaluation))
+    if run.analysed:
+        (folder / "analysis.json").write_text(json.dumps(analysis(run.label, greedy, beam4)))
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    out = tmp_path / "reproduction"
+    out.mkdir()
+    for plan in ("scones", "entmax"):
+        for run in PLANS[plan].fixed_runs:
+            write_run(out, run, SCORES[run.label, run.seed])
+    moe = out / MOE.name
+    moe.mkdir()
+    methods = {
+        "hard-MoE K=5": (30.0, 55.0, 41.0, 1.9, 28.0),
+        "sampling": (20.0, 25.0, 35.0, 1.8, 21.0),
+        "beam 5, 5-best": (31.0, 80.0, 38.0, 1.2, 31.0),
+    }
+    reports = {
+        name: dict(
+            zip(
+                ["bleu", "pairwise_bleu", "average_oracle_bleu", "references_covered", "x"],
+                values,
+                strict=True,
+            )
+        )
+        for name, values in methods.items()
+    }
+    (moe / "diversity.json").write_text(json.dumps({"sentences": 522, "methods": reports}))
+    experts = {
+        "bleu": [29.0, 30.5, 28.0, 31.0, 27.0],
+        "baseline_greedy_bleu": 32.0,
+        "wins": {"shares": [0.3, 0.25, 0.2, 0.21, 0.04], "pairs": 1040, "left_out": 4},
+    }
+    (moe / "experts.json").write_text(json.dumps(experts))
+    return out
+
+
+def test_the_quality_tables_hold_each_run_and_the_seed_spread(results_dir, tmp_path):
+    page = write_report(results_dir, tmp_path / "results.md", "docs/reproduction")
+
+    assert "| SCONES α=0.5 | 1 | 39.0 | 38.2 | 60.0 | 38.4 | 61.0 |" in page
+    assert "| softmax | 2 | 37.5 | 36.6 | 60.0 | 37.5 | 61.0 |" in page
+    # softmax seeds differ by 0.4, SCONES α=0.5 seeds by 0.2: the spread is the larger.
+    assert "Seed spread: 0.4 greedy test BLEU" in page
+    assert "α chosen on dev: 0.5." in page
+    assert "| multi30k-softmax-seed1 | 1 | 3,200 | 38.0 | 64 min | 0.83 |" in page
+    assert "Test CPU, 2 cores; load 0.1 → 2.0" in page
+    assert "tfscones reproduce scones --data ../shared/data --out docs/reproduction" in page
+
+
+def test_the_tanh_run_at_the_chosen_alpha_is_listed_until_it_runs(results_dir, tmp_path):
+    page = write_report(results_dir, tmp_path / "results.md")
+    assert "| multi30k-tanh-seed1 | 1 | not run yet |" in page
+    assert "| tanh α=0.5 | 1 | not run yet |" in page
+
+
+def test_claims_are_judged_against_the_spread_and_standard_errors(results_dir, tmp_path):
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    # 38.2 - 37.0 = +1.2 > 0.4.
+    assert "Greedy BLEU 38.2 against 37.0 (+1.2). Verdict: **agrees**" in page
+    # SCONES greedy 38.2 against softmax beam-4 37.8: +0.4, not below -0.4.
+    assert "SCONES greedy 38.2, softmax beam-4 37.8 (+0.4). Verdict: **agrees**" in page
+    # Softmax loses 10 BLEU from beam 4 to 128, SCONES 1.
+    assert "Softmax loses 10.0 BLEU, SCONES 1.0. Verdict: **agrees**" in page
+    # Entmax 36.7 against softmax 37.0: -0.3 is within the spread.
+    assert "Greedy BLEU 36.7 against 37.0 (-0.3). Verdict: **agrees**" in page
+    assert "softmax 23.0%, entmax-1.5 0.5% of 1000 sentences. Verdict: **agrees**" in page
+    assert "Smallest share of wins 4.0% of 5 experts. Verdict: **disagrees**" in page
+
+
+def test_targets_say_met_or_missed_with_the_mean_of_the_seeds(results_dir, tmp_path):
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    assert "| softmax greedy test BLEU, mean of seeds ≥ 37.0 | 36.8 | missed |" in page
+    assert "| SCONES (α by dev) greedy test BLEU, mean of seeds ≥ 37.5 | 38.1 | met |" in page
+    assert "| sparsemax greedy test BLEU ≥ 35.0 | 34.0 | missed |" in page
+    assert "in < 1% of test sentences | 0.5% | met |" in page
+    assert "| hard-MoE: best expert's BLEU within 1.5 of softmax greedy | -1.0 | met |" in page
+    assert "| hard-MoE: pairwise BLEU below beam n-best's | -25.0 | met |" in page
+
+
+def test_the_page_and_its_plots_are_the_same_bytes_when_made_again(results_dir, tmp_path):
+    out = tmp_path / "docs" / "results.md"
+    out.parent.mkdir()
+    write_report(results_dir, out)
+    first = {path.name: path.read_bytes() for path in out.parent.rglob("*") if path.is_file()}
+    write_report(results_dir, out)
+    second = {path.name: path.read_bytes() for path in out.parent.rglob("*") if path.is_file()}
+
+    assert first == second
+    assert {"results.md", "scones_bleu_vs_beam.png", "moe_diversity.png"} <= set(first)
+
+
+def test_a_folder_without_runs_gives_a_page_of_commands(tmp_path):
+    page = write_report(tmp_path, tmp_path / "results.md")
+    assert page.count("not run yet") >= 10
+    assert "The diversity comparison has not run yet." in page

@@ -1,4 +1,4 @@
-"""`reproduce`: which steps it takes, in which order, and what it skips; seeded, step-bounded runs."""
+"""`reproduce`: its steps, their order and what it skips; seeded runs bounded by steps."""
 
 import json
 
@@ -133,7 +133,9 @@ def test_the_seed_fixes_the_initial_weights_and_the_first_batches(data_dir, tmp_
     for (source, target), (source_again, target_again) in zip(first, again, strict=True):
         np.testing.assert_array_equal(source, source_again)
         np.testing.assert_array_equal(target, target_again)
-    assert any(a.shape != b.shape or (a != b).any() for (a, _), (b, _) in zip(first, other))
+    assert any(
+        a.shape != b.shape or (a != b).any() for (a, _), (b, _) in zip(first, other, strict=True)
+    )
 
     weights, weights_again, other_weights = (
         initial_weights(configs[seed], tokenizer.vocab_size) for seed in (1, 1, 2)

@@ -176,3 +176,17 @@ def test_two_runs_of_one_seed_train_the_same_weights(data_dir, tmp_path):
         weights.append(model.get_weights())
     for first, second in zip(*weights, strict=True):
         np.testing.assert_array_equal(first, second)
+
+
+def test_only_works_on_the_runs_named(data_dir, tmp_path, recorded_steps):
+    only = ["multi30k-sparsemax-seed1"]
+    reproduce("entmax", tmp_path / "out", data_dir, SETTINGS, TINY, only)
+    assert recorded_steps == [f"{step} {only[0]}" for step in ("train", "evaluate", "analyse")]
+
+
+def test_only_refuses_a_run_the_plan_does_not_have(data_dir, tmp_path, recorded_steps):
+    with pytest.raises(
+        ValueError, match="the entmax plan has no run multi30k-tanh-seed1; its runs: "
+    ):
+        reproduce("entmax", tmp_path / "out", data_dir, SETTINGS, TINY, ["multi30k-tanh-seed1"])
+    assert recorded_steps == []

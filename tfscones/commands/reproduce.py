@@ -54,6 +54,9 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
         help=f"exact search's states per sentence (default {DEFAULT_STATE_BUDGET:,})",
     )
     parser.add_argument(
+        "--only", nargs="+", default=[], metavar="RUN", help="work on these runs of the plan only"
+    )
+    parser.add_argument(
         "overrides",
         nargs="*",
         help="section.key=value for every run, such as training.strategy=mirrored",
@@ -72,7 +75,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     )
     try:
         done = reproduce(
-            arguments.paper, arguments.out, arguments.data, settings, arguments.overrides
+            arguments.paper,
+            arguments.out,
+            arguments.data,
+            settings,
+            arguments.overrides,
+            arguments.only,
         )
     except ConfigError as error:
         raise SystemExit(f"config error: {error}") from None
@@ -80,5 +88,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         raise SystemExit(f"run folder error: {error}") from None
     except (ParallelTextError, TextLineError, FileNotFoundError) as error:
         raise SystemExit(f"data error: {error}") from None
+    except ValueError as error:
+        raise SystemExit(f"reproduce: error: {error}") from None
     print("\n".join(done) if done else f"{arguments.paper}: everything was already done.")
     print(f"Results page: tfscones report {arguments.out} --out {arguments.out}/results.md")

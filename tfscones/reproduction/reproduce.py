@@ -96,6 +96,7 @@ def reproduce(
     data_dir: str = DEFAULT_DATA_DIR,
     settings: AnalysisSettings = AnalysisSettings(),
     overrides: Sequence[str] = (),
+    only: Sequence[str] = (),
     progress: TextIO | None = None,
 ) -> list[str]:
     """Trains, evaluates and analyses every run of a paper's plan; skips what is done.
@@ -112,19 +113,22 @@ def reproduce(
         overrides: `section.key=value` overrides for every run, after the plan's own: where
             and how to train (`training.strategy=mirrored`); anything else makes other runs
             than the plan's.
+        only: Names of the plan's runs to work on (all if empty): parts of a plan can run on
+            several machines, their folders gathered into one afterwards.
         progress: Where training progress lines go (standard output if None).
 
     Returns:
         What was done, one line a step (`trained multi30k-softmax-seed1`, `skipped ...`).
 
     Raises:
-        ValueError: If `paper` is not a plan's name.
+        ValueError: If `paper` is not a plan's name, or `only` names a run it does not have.
         tfscones.training.config.ConfigError: If a run's config is invalid or a data file is
             missing.
     """
     if paper not in PLANS:
         raise ValueError(f"unknown paper {paper!r}; allowed: {', '.join(PLANS)}.")
     plan, out_dir = PLANS[paper], Path(out_dir)
+    _check_run_names(plan, out_dir, only)
     for run in plan.fixed_runs:
         runner.check_config(run_config(run, out_dir, data_dir, overrides))
     done, steps = [], _steps(plan, settings)
@@ -132,6 +136,7 @@ def reproduce(
         pending = [
             (run, step)
             for run in plan.runs(out_dir)
+            if not only or run.name in only
             for step in steps
             if not step.is_done(run, out_dir, settings)
         ]
@@ -140,9 +145,21 @@ def reproduce(
         run, step = pending[0]
         step.action(run_config(run, out_dir, data_dir, overrides), settings, progress)
         done.append(f"{step.name} {run.name}")
-    if plan is MOE:
+    if plan is MOE and all(
+        (out_dir / run.name / EVALUATION_FILE).is_file() for run in MOE.runs(out_dir)
+    ):
         done += _moe_comparison(out_dir)
     return done
+
+
+def _check_run_names(plan: Plan, out_dir: Path, names: Sequence[str]) -> None:
+    """Refuses names that are not runs of the plan (the tanh run only once it is planned)."""
+    known = [run.name for run in plan.runs(out_dir)]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(
+            f"the {plan.name} plan has no run {', '.join(unknown)}; its runs: {', '.join(known)}."
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -179,3 +179,16 @@ def test_a_folder_without_runs_gives_a_page_of_commands(tmp_path):
     page = write_report(tmp_path, tmp_path / "results.md")
     assert page.count("not run yet") >= 10
     assert "The diversity comparison has not run yet." in page
+
+
+def test_until_alpha_is_chosen_the_first_finished_scones_run_stands_in(results_dir, tmp_path):
+    for name in ("multi30k-scones-a0.2-seed1", "multi30k-scones-a0.5-seed1"):
+        for path in (results_dir / name).iterdir():
+            path.unlink()
+        (results_dir / name).rmdir()
+
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    assert "until then the claims are judged with SCONES α=1.0." in page
+    assert "Greedy BLEU 37.9 against 37.0 (+0.9). Verdict: **agrees**" in page
+    assert "| multi30k-tanh-seed1 |" not in page

@@ -70,7 +70,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
     spread = seed_spread(records["scones"])
     lines = [
         *_introduction(folder, str(out)),
-        *_runs_section(records, folder),
+        *_runs_section(records),
         *_scones_section(records["scones"], results_dir, spread, figures, folder),
         *_entmax_section(records["entmax"], spread, figures, folder),
         *_moe_section(records["moe"], results_dir, figures, folder),
@@ -98,7 +98,7 @@ def _introduction(folder: str, out: str) -> list[str]:
     ]
 
 
-def _runs_section(records: dict[str, list[RunRecord]], folder: str) -> list[str]:
+def _runs_section(records: dict[str, list[RunRecord]]) -> list[str]:
     """Every run once: its steps, seed, and how long it took where it ran."""
     lines = [
         "## The runs",

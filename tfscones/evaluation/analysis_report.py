@@ -156,7 +156,7 @@ def report_lines(analyses: dict[str, ModelAnalysis], source: Path, seconds: floa
 
 
 @contextlib.contextmanager
-def _figure(path: Path, size: tuple[float, float]):
+def figure(path: Path, size: tuple[float, float]):
     """Axes to draw on; on leaving, a legend is added and the figure saved to `path`."""
     figure, axes = plt.subplots(figsize=size)
     yield axes
@@ -168,7 +168,7 @@ def _figure(path: Path, size: tuple[float, float]):
 
 def plot_beam_curves(analyses: dict[str, ModelAnalysis], field: str, label: str, path: Path):
     """One line per model of a `BeamPoint` field against the beam size (log scale)."""
-    with _figure(path, (6, 4)) as axes:
+    with figure(path, (6, 4)) as axes:
         for name, analysis in analyses.items():
             points = [p for p in analysis.beam_curve if getattr(p, field) is not None]
             scale = 100.0 if field == "search_error_rate" else 1.0
@@ -185,7 +185,7 @@ def plot_beam_curves(analyses: dict[str, ModelAnalysis], field: str, label: str,
 
 def plot_exact_vs_empty(analyses: dict[str, ModelAnalysis], path: Path) -> None:
     """SCONES Fig. 6: mean and standard deviation of exact-search and empty log scores."""
-    with _figure(path, (6, 4)) as axes:
+    with figure(path, (6, 4)) as axes:
         names = [name for name, a in analyses.items() if a.exact]
         for offset, (kind, label) in enumerate(
             (("exact_scores", "exact search"), ("empty_scores", "empty translation"))
@@ -201,7 +201,7 @@ def plot_exact_vs_empty(analyses: dict[str, ModelAnalysis], path: Path) -> None:
 
 def plot_reliability(analyses: dict[str, ModelAnalysis], path: Path) -> None:
     """Reliability diagram: accuracy against mean confidence per bin, the diagonal for reference."""
-    with _figure(path, (5, 5)) as axes:
+    with figure(path, (5, 5)) as axes:
         axes.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
         for name, analysis in analyses.items():
             pairs = [
@@ -219,7 +219,7 @@ def plot_reliability(analyses: dict[str, ModelAnalysis], path: Path) -> None:
 
 def plot_exact_states(analyses: dict[str, ModelAnalysis], path: Path) -> None:
     """Per-sentence states explored by exact search, sorted (a budget hit is the plateau)."""
-    with _figure(path, (6, 4)) as axes:
+    with figure(path, (6, 4)) as axes:
         for name, analysis in analyses.items():
             if analysis.exact:
                 states = sorted(analysis.exact.states)

@@ -49,19 +49,19 @@ class RunRecord:
         return self.results is not None
 
     def test_bleu(self, search: str = "greedy") -> float | None:
-        """Test BLEU of `greedy` or `beam4` search, from the evaluation (greedy: or the results)."""
-        if self.evaluation is not None:
-            return self.evaluation[search]["bleu"]
-        if search == "greedy" and self.results is not None:
-            return self.results.get("test_bleu")
-        return None
+        """Test BLEU of `greedy` or `beam4` search."""
+        return self._test_score("bleu", search)
 
     def test_chrf(self, search: str = "greedy") -> float | None:
         """Test chrF of `greedy` or `beam4` search."""
+        return self._test_score("chrf", search)
+
+    def _test_score(self, metric: str, search: str) -> float | None:
+        """From the evaluation; greedy also from `results.json` before the evaluation ran."""
         if self.evaluation is not None:
-            return self.evaluation[search]["chrf"]
+            return self.evaluation[search][metric]
         if search == "greedy" and self.results is not None:
-            return self.results.get("test_chrf")
+            return self.results.get(f"test_{metric}")
         return None
 
 

@@ -17,11 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 from tfscones.evaluation import analysis_report  # noqa: E402
 from tfscones.evaluation.analysis_report import number, percent  # noqa: E402
 from tfscones.reproduction.plans import (  # noqa: E402
@@ -513,15 +508,11 @@ def _moe_claims(methods: dict, experts: dict, records: list[RunRecord]) -> list[
 
 def _plot_diversity(methods: dict, path: Path) -> None:
     """Shen et al. (2019), Fig. 2: average oracle BLEU against pairwise BLEU."""
-    figure, axes = plt.subplots(figsize=(6, 4))
-    for name, report in methods.items():
-        axes.scatter(report["pairwise_bleu"], report["average_oracle_bleu"], label=name)
-    axes.set_xlabel("pairwise BLEU (lower: more diverse)")
-    axes.set_ylabel("average oracle BLEU")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(figure)
+    with analysis_report.figure(path, (6, 4)) as axes:
+        for name, report in methods.items():
+            axes.scatter(report["pairwise_bleu"], report["average_oracle_bleu"], label=name)
+        axes.set_xlabel("pairwise BLEU (lower: more diverse)")
+        axes.set_ylabel("average oracle BLEU")
 
 
 def _dev_curves(records: list[RunRecord], path: Path) -> list[str]:
@@ -531,17 +522,14 @@ def _dev_curves(records: list[RunRecord], path: Path) -> list[str]:
         return []
 
     def draw(target: Path) -> None:
-        figure, axes = plt.subplots(figsize=(6, 4))
-        for record in finished:
-            steps_per_epoch = record.config["training"]["steps_per_epoch"]
-            rows = [row for row in record.history if "val_bleu" in row]
-            steps = [(row["epoch"] + 1) * steps_per_epoch for row in rows]
-            axes.plot(steps, [row["val_bleu"] for row in rows], marker="o", label=record.run.label)
-        axes.set_xlabel("step")
-        axes.set_ylabel("dev BLEU (greedy)")
-        axes.legend(fontsize=8)
-        figure.tight_layout()
-        figure.savefig(target, dpi=120, metadata={"Software": None})
-        plt.close(figure)
+        with analysis_report.figure(target, (6, 4)) as axes:
+            for record in finished:
+                steps_per_epoch = record.config["training"]["steps_per_epoch"]
+                rows = [row for row in record.history if "val_bleu" in row]
+                steps = [(row["epoch"] + 1) * steps_per_epoch for row in rows]
+                bleu = [row["val_bleu"] for row in rows]
+                axes.plot(steps, bleu, marker="o", label=record.run.label)
+            axes.set_xlabel("step")
+            axes.set_ylabel("dev BLEU (greedy)")
 
     return _plot(path, draw, "dev BLEU against steps")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tfscones.reproduction import reproduce as reproduction
+from tfscones.reproduction.demo_expectations import MeasuredPoint, read_expectations
 from tfscones.reproduction.plans import PLANS, Plan, PlannedRun, scones_run
 from tfscones.reproduction.reproduce import AnalysisSettings, reproduce, run_config
 from tfscones.training import runner
@@ -96,6 +97,29 @@ def test_the_scones_plan_trains_tanh_at_the_alpha_chosen_on_dev(data_dir, tmp_pa
     assert tanh == {"best_dev_bleu": 30.0}
     seed2 = [step for step in recorded_steps if "seed2" in step]
     assert seed2 and not any(step.startswith("analyse") for step in seed2)
+
+
+def test_the_demo_plan_tables_test_bleu_by_step_budget_once(tmp_path, recorded_steps, monkeypatch):
+    def evaluate(config, settings, progress):
+        steps = config.training.steps
+        greedy = steps / 100 + (1.0 if "scones" in config.name else 0.0)
+        scores = {"greedy": {"bleu": greedy}, "beam4": {"bleu": greedy + 0.5}}
+        (config.run_dir / "evaluation.json").write_text(json.dumps(scores))
+
+    monkeypatch.setattr(reproduction, "_evaluate", evaluate)
+    out = tmp_path / "out"
+
+    done = reproduce("demo", out, settings=SETTINGS)
+
+    assert done[-1] == "tabled demo"
+    assert not any(step.startswith("analyse") for step in recorded_steps)
+    assert read_expectations(out / "demo" / "expected_bleu.json") == {
+        "demo_softmax": [MeasuredPoint(s, s / 100, s / 100 + 0.5) for s in (1000, 2000, 3000)],
+        "demo_scones_a0.5": [
+            MeasuredPoint(s, s / 100 + 1.0, s / 100 + 1.5) for s in (1000, 2000, 3000)
+        ],
+    }
+    assert reproduce("demo", out, settings=SETTINGS) == []
 
 
 def test_a_missing_data_folder_is_refused_before_any_training(tmp_path, recorded_steps):

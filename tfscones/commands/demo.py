@@ -10,11 +10,13 @@ zero within that budget. On a machine without a GPU the two models train side by
 its own process on half the CPU cores: small models use a CPU's cores better that way than one
 after another with all of them (`--one-after-another` does the latter; a GPU machine always
 does). A progress line per model shows its step, loss, learning rate, last dev BLEU and the time
-left. The program then prints a table of steps, dev BLEU and greedy and beam-4 test BLEU of both,
-exports the SCONES model as a SavedModel (`runs/exports/demo-scones-a0.5/N`, the next free
-version), loads it back with `tf.saved_model.load`, and prints a few test sentences translated by
-each model and by the SavedModel's `translate` (greedy) and `translate_beam` (beam 4) signatures:
-the SavedModel that `export/serving/README.md` puts behind TF Serving.
+left. The program then prints a table of steps, dev BLEU and greedy and beam-4 test BLEU of both
+and the greedy BLEU their step counts should give (measured with fixed step budgets,
+`tfscones.reproduction.demo_expectations`), exports the SCONES model as a SavedModel
+(`runs/exports/demo-scones-a0.5/N`, the next free version), loads it back with
+`tf.saved_model.load`, and prints a few test sentences translated by each model and by the
+SavedModel's `translate` (greedy) and `translate_beam` (beam 4) signatures: the SavedModel that
+`export/serving/README.md` puts behind TF Serving.
 
 The demo starts its two runs afresh (it deletes `runs/demo-softmax` and `runs/demo-scones-a0.5`
 first); `tfscones translate --run runs/demo-scones-a0.5 [--beam 4]` translates with a
@@ -42,6 +44,7 @@ from tfscones.data.text_lines import read_lines
 from tfscones.decoding import Search, translate
 from tfscones.evaluation import metrics
 from tfscones.models import load_run
+from tfscones.reproduction.demo_expectations import describe_expectation, read_expectations
 from tfscones.serving.export import ExportSettings, export_run
 from tfscones.training.config import ConfigError, ExperimentConfig, data_path, load_config
 from tfscones.training.runner import check_config, train
@@ -309,6 +312,28 @@ def print_results(results: dict[str, dict]) -> None:
             f"{result['best_dev_bleu']:>10.1f} | {result['test_bleu']:>11.1f} | "
             f"{result['test_beam_bleu']:>11.1f} |"
         )
+    print_expectations(results)
+
+
+def print_expectations(results: dict[str, dict]) -> None:
+    """What greedy test BLEU each model's step count should give, from step-bounded runs."""
+    expectations = read_expectations()
+    width = max(len(label) for label in results)
+    print(
+        "\nExpected greedy test BLEU at these step counts (the same configs trained for fixed "
+        "step budgets,\nseed 1, `tfscones reproduce demo`; runs of one config differ by about "
+        "1.5 BLEU):"
+    )
+    for label, result in results.items():
+        points = expectations[MODELS[label]]
+        print(
+            f"  {label:<{width}}  {result['steps']:>5,} steps: "
+            f"{describe_expectation(points, result['steps'])}"
+        )
+    print(
+        "A slower machine trains fewer steps in the same minutes, and fewer steps give less BLEU:"
+        "\ncompare at equal steps, or train longer with --minutes."
+    )
 
 
 def print_examples(models: dict[str, tuple], exported_run: Path, sources, references) -> None:

@@ -2,8 +2,9 @@
 
 Trains every run of the paper's plan for its fixed number of steps with its seed, evaluates and
 analyses it, and skips whatever an earlier call finished (a killed run resumes from its
-backup). `tfscones.reproduction.plans` lists the runs; `tfscones report OUT` writes the results
-page from the folder. `python -m training.reproduce` is the same command.
+backup); `tfscones reproduce demo` measures the demo's BLEU at fixed step budgets.
+`tfscones.reproduction.plans` lists the runs; `tfscones report OUT` writes the results page
+from the folder. `python -m training.reproduce` is the same command.
 """
 
 from __future__ import annotations

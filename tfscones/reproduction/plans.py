@@ -9,6 +9,9 @@ the SCONES and entmax reproductions compare with is one run.
 The SCONES plan chooses α on the dev set: the SCONES run with the best dev BLEU among
 α ∈ {0.2, 0.5, 1.0} (seed 1) names the α of the tanh run, which therefore can only be planned
 once those three have finished (`Plan.runs` leaves it out until then).
+
+The `demo` plan is no paper's: it trains the two configs of `tfscones demo` for fixed step
+budgets, so that the demo, bounded by minutes, can say what its step count should give.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ DEFAULT_DATA_DIR = "../shared/data"
 SCONES_ALPHAS = (0.2, 0.5, 1.0)
 SPREAD_SEEDS = (1, 2)
 MOE_EXPERTS = 5
-DEMO_STEPS = ("training.steps=3000",)
+MOE_STEPS = 3000
+DEMO_STEPS = (1000, 2000, 3000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,23 +43,30 @@ class PlannedRun:
         seed: `training.seed`: initial weights, data order and dropout.
         label: How tables name the model (`SCONES α=0.5`).
         overrides: Further `section.key=value` overrides (the tanh run's α).
+        steps: `training.steps`, if not the config's own; the run's name then says it.
         corpus: `multi30k` (its files under the data folder) or `demo` (bundled).
-        analysed: Whether the report shows its analyses (beam curve, exact search,
-            calibration); runs trained only for the seed spread are not analysed.
+        analysed: Whether the run is analysed (beam curve, exact search, calibration); runs
+            trained only for the seed spread or on the demo corpus are not.
     """
 
     config: str
     seed: int
     label: str
     overrides: tuple[str, ...] = ()
+    steps: int | None = None
     corpus: str = "multi30k"
     analysed: bool = True
 
     @property
     def name(self) -> str:
-        """The run's folder name: the config's name with its seed (`multi30k-softmax-seed1`)."""
+        """The run's folder name: the config's name, its own step budget, its seed.
+
+        `multi30k-softmax-seed1`; `demo-softmax-3000steps-seed1` for a run of the demo config
+        (wall-clock bounded) trained 3,000 steps.
+        """
         stem = self.config.replace("_", "-")
-        return f"{stem}-seed{self.seed}"
+        budget = "" if self.steps is None else f"-{self.steps}steps"
+        return f"{stem}{budget}-seed{self.seed}"
 
     def config_overrides(self, data_dir: str, out_dir: Path) -> list[str]:
         """The overrides that make the shipped config this run, in `out_dir/<name>`.
@@ -69,6 +80,8 @@ class PlannedRun:
             f"training.seed={self.seed}",
             *self.overrides,
         ]
+        if self.steps is not None:
+            overrides.append(f"training.steps={self.steps}")
         if self.corpus == "multi30k":
             for split, (source, target) in MULTI30K_FILES.items():
                 overrides.append(f"data.{split}_source={data_dir.rstrip('/')}/{source}")
@@ -81,7 +94,7 @@ class Plan:
     """One paper's reproduction.
 
     Attributes:
-        name: `scones`, `entmax` or `moe`.
+        name: `scones`, `entmax`, `moe` or `demo`.
         title: The paper, by authors and year.
         fixed_runs: Runs planned from the start.
         later_runs: Runs planned from finished ones (the tanh run at the α chosen on dev).
@@ -157,10 +170,24 @@ MOE = Plan(
     name="moe",
     title="Shen et al. (2019), mixture models for diverse machine translation",
     fixed_runs=(
-        PlannedRun("demo_softmax", 1, "softmax", DEMO_STEPS, corpus="demo"),
+        PlannedRun("demo_softmax", 1, "softmax", steps=MOE_STEPS, corpus="demo", analysed=False),
         PlannedRun(
-            f"demo_moe_k{MOE_EXPERTS}", 1, f"hard-MoE K={MOE_EXPERTS}", DEMO_STEPS, corpus="demo"
+            f"demo_moe_k{MOE_EXPERTS}",
+            1,
+            f"hard-MoE K={MOE_EXPERTS}",
+            steps=MOE_STEPS,
+            corpus="demo",
+            analysed=False,
         ),
     ),
 )
-PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE)}
+DEMO = Plan(
+    name="demo",
+    title="The demo's models at fixed step budgets: the BLEU `tfscones demo` should reach",
+    fixed_runs=tuple(
+        PlannedRun(config, 1, label, steps=steps, corpus="demo", analysed=False)
+        for steps in DEMO_STEPS
+        for config, label in (("demo_softmax", "softmax"), ("demo_scones_a0.5", "SCONES α=0.5"))
+    ),
+)
+PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE, DEMO)}

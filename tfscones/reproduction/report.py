@@ -20,6 +20,8 @@ from pathlib import Path
 from tfscones.evaluation import analysis_report  # noqa: E402
 from tfscones.evaluation.analysis_report import number, percent  # noqa: E402
 from tfscones.reproduction.plans import (  # noqa: E402
+    DEMO,
+    DEMO_STEPS,
     ENTMAX,
     MOE,
     PLANS,
@@ -69,6 +71,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
         *_scones_section(records["scones"], results_dir, spread, figures, folder),
         *_entmax_section(records["entmax"], spread, figures, folder),
         *_moe_section(records["moe"], results_dir, figures, folder),
+        *_demo_section(records["demo"], folder),
         "## Targets",
         "",
         *targets_table(records, results_dir),
@@ -139,7 +142,7 @@ def _minutes(seconds: float) -> str:
 
 
 def _command(plan: Plan, folder: str) -> list[str]:
-    data = "" if plan is MOE else " --data ../shared/data"
+    data = "" if all(run.corpus == "demo" for run in plan.fixed_runs) else " --data ../shared/data"
     return ["```bash", f"tfscones reproduce {plan.name}{data} --out {folder}", "```", ""]
 
 
@@ -504,6 +507,31 @@ def _moe_claims(methods: dict, experts: dict, records: list[RunRecord]) -> list[
         "sentences; no seed spread of these yet).",
         "",
     ]
+
+
+def _demo_section(records: list[RunRecord], folder: str) -> list[str]:
+    """Test BLEU of the demo's two configs at each step budget: what `tfscones demo` expects."""
+    labels = list(dict.fromkeys(record.run.label for record in records))
+    lines = [
+        f"## {DEMO.title}",
+        "",
+        "`tfscones demo` trains for minutes, so its step count depends on the machine; it "
+        "compares its BLEU with these runs of its configs, trained for fixed step budgets with "
+        "the learning rate decaying to 0 at the end, as in the demo (greedy and beam-4 BLEU on "
+        "the 1,000 demo test sentences; the package ships them as "
+        "`tfscones/data/demo/expected_bleu.json`).",
+        "",
+        *_command(DEMO, folder),
+        "| steps | " + " | ".join(f"{label} greedy | {label} beam-4" for label in labels) + " |",
+        "|---|" + "---|---|" * len(labels),
+    ]
+    for steps in DEMO_STEPS:
+        cells = []
+        for label in labels:
+            record = next(r for r in records if r.run.label == label and r.run.steps == steps)
+            cells += [number(record.test_bleu()), number(record.test_bleu("beam4"))]
+        lines.append(f"| {steps:,} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _plot_diversity(methods: dict, path: Path) -> None:

@@ -8,13 +8,14 @@ For every run of the plan (`tfscones.reproduction.plans`), in order, into `OUT/<
 1. training (`tfscones.training.runner.train`), skipped when the folder has a `results.json`; a
    killed run resumes from its backup, as `tfscones train` does;
 2. `evaluation.json`: greedy and beam-4 BLEU and chrF on the test set;
-3. `analysis.json` (the `scones` and `entmax` plans, runs marked `analysed`):
+3. `analysis.json` (runs marked `analysed`, those of the Multi30k plans):
    `tfscones.evaluation.analysis.analyze_model` with the settings it records (beam sizes 1-128
    and exact search with the SCONES paper's budget of 1M states on the whole test set by
    default), redone only when the settings change;
 4. the `moe` plan writes `OUT/moe/diversity.json` (Shen et al. 2019, Table 1 columns for the
    hard-MoE model and each decoding baseline of the softmax run) and `OUT/moe/experts.json`
-   (each expert's BLEU and share of E-step wins).
+   (each expert's BLEU and share of E-step wins); the `demo` plan writes
+   `OUT/demo/expected_bleu.json` (`tfscones.reproduction.demo_expectations`).
 
 Each step writes its file only when it is complete, so a killed reproduction started again
 goes on where it stopped. `tfscones report OUT` turns the folder into the results page.
@@ -41,15 +42,22 @@ from tfscones.evaluation.diverse_translations import (
 )
 from tfscones.evaluation.expert_wins import expert_wins
 from tfscones.models import load_run
+from tfscones.reproduction.demo_expectations import (
+    EXPECTATIONS_FILE,
+    measured_points,
+    read_expectations,
+    write_expectations,
+)
 from tfscones.reproduction.plans import (
     DEFAULT_DATA_DIR,
+    DEMO,
     MOE,
     MOE_EXPERTS,
     PLANS,
     Plan,
     PlannedRun,
 )
-from tfscones.reproduction.records import ANALYSIS_FILE, EVALUATION_FILE
+from tfscones.reproduction.records import ANALYSIS_FILE, EVALUATION_FILE, read_run
 from tfscones.training import runner
 from tfscones.training.config import ExperimentConfig, data_path, load_config
 
@@ -105,7 +113,7 @@ def reproduce(
     starts, so a wrong `data_dir` fails at once.
 
     Args:
-        paper: `scones`, `entmax` or `moe`.
+        paper: `scones`, `entmax`, `moe` or `demo`.
         out_dir: The reproduction folder (shared by the plans: a run two plans use is trained
             once).
         data_dir: The folder holding `multi30k-en-de/` (the `moe` plan uses the bundled corpus).
@@ -131,7 +139,7 @@ def reproduce(
     _check_run_names(plan, out_dir, only)
     for run in plan.fixed_runs:
         runner.check_config(run_config(run, out_dir, data_dir, overrides))
-    done, steps = [], _steps(plan, settings)
+    done, steps = [], _steps()
     while True:
         pending = [
             (run, step)
@@ -145,10 +153,10 @@ def reproduce(
         run, step = pending[0]
         step.action(run_config(run, out_dir, data_dir, overrides), settings, progress)
         done.append(f"{step.name} {run.name}")
-    if plan is MOE and all(
-        (out_dir / run.name / EVALUATION_FILE).is_file() for run in MOE.runs(out_dir)
+    if plan.name in _COMPARISONS and all(
+        (out_dir / run.name / EVALUATION_FILE).is_file() for run in plan.runs(out_dir)
     ):
-        done += _moe_comparison(out_dir)
+        done += _COMPARISONS[plan.name](out_dir)
     return done
 
 
@@ -171,16 +179,14 @@ class _Step:
     action: Callable[[ExperimentConfig, AnalysisSettings, TextIO | None], None]
 
 
-def _steps(plan: Plan, settings: AnalysisSettings) -> list[_Step]:
-    steps = [
+def _steps() -> list[_Step]:
+    return [
         _Step("trained", lambda run, out, s: (out / run.name / "results.json").is_file(), _train),
         _Step(
             "evaluated", lambda run, out, s: (out / run.name / EVALUATION_FILE).is_file(), _evaluate
         ),
+        _Step("analysed", _is_analysed, _analyse),
     ]
-    if plan is not MOE:
-        steps.append(_Step("analysed", _is_analysed, _analyse))
-    return steps
 
 
 def _train(config: ExperimentConfig, settings, progress) -> None:
@@ -263,6 +269,19 @@ def _moe_comparison(out_dir: Path) -> list[str]:
     _write_json(experts_file, experts)
     _write_json(diversity_file, {"sentences": len(sources), "methods": reports})
     return [f"compared {MOE.name}"]
+
+
+def _demo_expectations(out_dir: Path) -> list[str]:
+    """The demo plan's test BLEU by step budget, for `tfscones demo` to compare with."""
+    path = out_dir / DEMO.name / EXPECTATIONS_FILE
+    points = measured_points([read_run(out_dir, run) for run in DEMO.runs(out_dir)])
+    if path.is_file() and read_expectations(path) == points:
+        return []
+    write_expectations(path, points)
+    return [f"tabled {DEMO.name}"]
+
+
+_COMPARISONS = {MOE.name: _moe_comparison, DEMO.name: _demo_expectations}
 
 
 def _streams(references: list[list[str]]) -> list[list[str]]:

@@ -15,7 +15,13 @@ import tensorflow as tf
 
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.heads.base import OutputHead, as_float32
-from tfscones.heads.loss_base import TokenLoss, TokenMean, add_at_targets, gold_logits
+from tfscones.heads.loss_base import (
+    TokenLoss,
+    TokenMean,
+    add_at_targets,
+    all_finite,
+    gold_logits,
+)
 from tfscones.heads.threshold_memo import ENTMAX_THRESHOLDS
 from tfscones.ops import entmax as entmax_ops
 
@@ -91,10 +97,10 @@ def entmax_token_loss(
         label_smoothing: ε in [0, 1].
         n_iter: Bisection steps for α ∉ {1.5, 2}.
 
-    Masked logits (-inf) are tokens the model rules out: they get probability 0 and the loss is
-    that over the other tokens; it is +inf if the gold token is masked or if label smoothing puts
-    mass on a masked one, as the equations give. +inf and NaN logits are refused (an
-    `InvalidArgumentError` in eager and graph mode; NaN losses under XLA, which drops asserts).
+    Infinite logits take their limit (`tfscones.heads.loss_base`): -inf tokens get probability
+    0 and the loss is that over the other tokens; the +inf tokens of a row share its
+    probability. The loss is +inf if the gold token is ruled out (-inf, or finite beside a +inf
+    token) or label smoothing puts mass on a token that is; a NaN logit gives a NaN loss.
 
     Returns:
         float32 per-token losses `[...]`, non-negative.
@@ -112,7 +118,8 @@ def _token_loss_and_threshold(targets, logits, alpha, label_smoothing, n_iter):
 
     @tf.custom_gradient
     def loss_and_gradient(z):
-        tau, p_dot_z, power_sum = _statistics_of_masked_logits(z, alpha, n_iter)
+        z = _finite_equivalent(z, alpha)
+        tau, p_dot_z, power_sum = entmax_ops.entmax_statistics(z, alpha, n_iter)
         target_dot_z = (1.0 - label_smoothing) * gold_logits(targets, z)
         if label_smoothing > 0.0:
             target_dot_z += label_smoothing * tf.reduce_mean(z, axis=-1)
@@ -132,60 +139,47 @@ def _token_loss_and_threshold(targets, logits, alpha, label_smoothing, n_iter):
         return (loss, tau), grad
 
     loss, tau = loss_and_gradient(logits)
-    infinite = tf.equal(gold_logits(targets, logits), -math.inf)
+    loss = tf.where(_ruled_out(targets, logits, label_smoothing), tf.constant(math.inf), loss)
+    has_nan = tf.reduce_any(tf.math.is_nan(logits), axis=-1)
+    return tf.where(has_nan, tf.constant(math.nan), loss), tau
+
+
+def _ruled_out(targets, logits, label_smoothing) -> tf.Tensor:
+    """Where the limit of the loss is +inf: the gold token, or a smoothed-onto one, gets 0."""
+    gold = gold_logits(targets, logits)
+    certain = tf.reduce_any(tf.equal(logits, math.inf), axis=-1)
+    ruled_out = tf.equal(gold, -math.inf) | (certain & tf.not_equal(gold, math.inf))
     if label_smoothing > 0.0:
-        infinite |= tf.equal(tf.reduce_min(logits, axis=-1), -math.inf)
-    loss = tf.where(infinite, tf.constant(math.inf), loss)
-    return tf.where(_invalid_rows(logits), tf.constant(math.nan), loss), tau
-
-
-def _all_finite(logits: tf.Tensor) -> tf.Tensor:
-    """Whether every logit is finite: one sum per row, NaN or infinite as soon as one logit is."""
-    return tf.reduce_all(tf.math.is_finite(tf.reduce_sum(logits, axis=-1)))
+        smallest = tf.reduce_min(logits, axis=-1)
+        ruled_out |= tf.equal(smallest, -math.inf) | (certain & tf.not_equal(smallest, math.inf))
+    return ruled_out
 
 
 def _statistics_of_masked_logits(logits: tf.Tensor, alpha: float, n_iter: int):
-    """`entmax_statistics`, where a -inf (masked) logit gets probability 0.
-
-    All-finite logits, the usual case, go straight to `entmax_statistics`; others through
-    `_entmax_ready_logits` first.
-    """
-    return tf.cond(
-        _all_finite(logits),
-        lambda: entmax_ops.entmax_statistics(logits, alpha, n_iter),
-        lambda: entmax_ops.entmax_statistics(_entmax_ready_logits(logits, alpha), alpha, n_iter),
-    )
+    """`entmax_statistics` of the limit of logits that may be infinite (`_finite_equivalent`)."""
+    return entmax_ops.entmax_statistics(_finite_equivalent(logits, alpha), alpha, n_iter)
 
 
-def _invalid_rows(logits: tf.Tensor) -> tf.Tensor:
-    """Rows holding +inf or NaN (`_entmax_ready_logits` asserts against them outside XLA)."""
-    no_row = tf.zeros(tf.shape(logits)[:-1], tf.bool)
-    return tf.cond(
-        _all_finite(logits), lambda: no_row, lambda: _holds_positive_infinity_or_nan(logits)
-    )
-
-
-def _holds_positive_infinity_or_nan(logits: tf.Tensor) -> tf.Tensor:
-    return tf.reduce_any(tf.math.is_nan(logits) | tf.equal(logits, math.inf), axis=-1)
-
-
-def _entmax_ready_logits(logits: tf.Tensor, alpha: float) -> tf.Tensor:
-    """Logits with each -inf replaced by a finite value that α-entmax gives probability 0.
+def _finite_equivalent(logits: tf.Tensor, alpha: float) -> tf.Tensor:
+    """Finite logits whose α-entmax is the limit of these (rows of finite logits unchanged).
 
     A probability p_i = [(α-1) z_i - τ]_+^(1/(α-1)) ≤ 1 makes τ ≥ (α-1) max z - 1, so any
-    z_i < max z - 1/(α-1) gets p_i = 0; the replacement lies 1 + 1/(α-1) below the row's
-    largest finite logit, which keeps every sum finite.
-
-    Raises:
-        tf.errors.InvalidArgumentError: Outside XLA, if a logit is +inf or NaN.
+    z_i < max z - 1/(α-1) gets p_i = 0. A row with a +inf logit becomes 0 at its +inf tokens
+    and `gap` = 1 + 1/(α-1) below elsewhere: its +inf tokens share the probability. In other
+    rows each -inf lies `gap` below the row's largest finite logit, which keeps every sum
+    finite. NaN logits stay NaN.
     """
-    masked = tf.equal(logits, -math.inf)
-    valid = ~tf.reduce_any(_holds_positive_infinity_or_nan(logits))
-    message = "entmax losses need finite or -inf (masked) logits; got +inf or NaN"
-    with tf.control_dependencies([tf.debugging.Assert(valid, [message])]):
-        finite_max = tf.reduce_max(tf.where(masked, tf.float32.min, logits), -1, keepdims=True)
+    return tf.cond(all_finite(logits), lambda: logits, lambda: _replace_infinities(logits, alpha))
+
+
+def _replace_infinities(logits: tf.Tensor, alpha: float) -> tf.Tensor:
+    gap = 1.0 + 1.0 / (alpha - 1.0)
+    masked, certain = tf.equal(logits, -math.inf), tf.equal(logits, math.inf)
+    finite_max = tf.reduce_max(tf.where(masked | certain, tf.float32.min, logits), -1, True)
     finite_max = tf.where(tf.equal(finite_max, tf.float32.min), 0.0, finite_max)
-    return tf.where(masked, finite_max - (1.0 + 1.0 / (alpha - 1.0)), logits)
+    replaced = tf.where(masked, finite_max - gap, logits)
+    any_certain = tf.reduce_any(certain, axis=-1, keepdims=True)
+    return tf.where(any_certain, tf.where(certain, 0.0, -gap), replaced)
 
 
 @keras.saving.register_keras_serializable(package="tfscones")

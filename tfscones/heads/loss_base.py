@@ -9,6 +9,14 @@ Classification labels (rank-1 targets) are never masked: there, 0 is a class lik
 
 All losses compute in float32 whatever the logits' dtype (mixed precision included). A head's
 module subclasses `TokenLoss` (its `per_token_loss`) and `TokenMean` (its `per_token_value`).
+
+Infinite logits mean the same to every loss, which takes the limit its equations give: a -inf
+logit is a token the model rules out (probability 0, σ = 0), a +inf logit one it is certain of
+(σ = 1; the normalised heads share the probability among the +inf tokens of a row). A loss is
+therefore +inf where the gold token is ruled out, or another token is certain instead of it, or
+label smoothing puts mass on a ruled-out token; finite where those limits are (a masked wrong
+token costs nothing). A NaN logit gives a NaN loss. Rows of finite logits, the usual case, take
+the fast path of each loss; `all_finite` decides, in eager, graph and XLA mode alike.
 """
 
 from __future__ import annotations
@@ -37,6 +45,19 @@ def validate_label_smoothing(label_smoothing: float) -> float:
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1] (got {label_smoothing}).")
     return label_smoothing
+
+
+def all_finite(logits: tf.Tensor) -> tf.Tensor:
+    """Whether every logit is finite: one sum per row, NaN or infinite as soon as one logit is.
+
+    A sum of huge finite logits can overflow too; the loss then takes its exact, slower path.
+    """
+    return tf.reduce_all(tf.math.is_finite(tf.reduce_sum(logits, axis=-1)))
+
+
+def weighted(weight: float, values: tf.Tensor) -> tf.Tensor:
+    """`weight · values`, 0 wherever the weight is 0 even if a value is infinite (0 · ∞ = 0)."""
+    return tf.math.multiply_no_nan(values, tf.constant(weight, values.dtype))
 
 
 def token_ids_and_logits(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor]:

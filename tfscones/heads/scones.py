@@ -18,8 +18,10 @@ from tfscones.heads.loss_base import (
     TokenLoss,
     TokenMean,
     add_at_targets,
+    all_finite,
     gold_logits,
     validate_label_smoothing,
+    weighted,
 )
 
 
@@ -97,6 +99,9 @@ def scones_terms(
     One softplus pass over the vocabulary suffices (`softplus_sum`), and it is exact for any |z|
     (no 1e-30 clamp as in the JAX listing of Stahlberg & Kumar 2022, Fig. 10).
 
+    Infinite logits take their limit (`tfscones.heads.loss_base`), 0 · ∞ counting as 0: σ = 0
+    for -inf, 1 for +inf, so a -inf gold logit makes L+ = +inf (for λ < 1).
+
     Args:
         targets: int32 gold ids `[...]`.
         logits: float32 logits `[..., V]`.
@@ -105,6 +110,14 @@ def scones_terms(
     Returns:
         `(L+, L-)`, float32 tensors `[...]`.
     """
+    return tf.cond(
+        all_finite(logits),
+        lambda: _finite_scones_terms(targets, logits, label_smoothing),
+        lambda: _limit_scones_terms(targets, logits, label_smoothing),
+    )
+
+
+def _finite_scones_terms(targets, logits, label_smoothing):
     all_negative = softplus_sum(logits)
     if label_smoothing > 0.0:
         all_negative -= label_smoothing * tf.reduce_sum(logits, axis=-1)
@@ -113,6 +126,20 @@ def scones_terms(
     positive = gold_softplus - (1.0 - label_smoothing) * gold_logit
     negative = all_negative - gold_softplus + label_smoothing * gold_logit
     return positive, negative
+
+
+def _limit_scones_terms(targets, logits, label_smoothing):
+    """The SCONES terms token by token (eq. 11-12), each weight-0 part left out, not 0 · ∞."""
+    keep = 1.0 - label_smoothing
+    if_gold = weighted(keep, tf.nn.softplus(-logits)) + weighted(
+        label_smoothing, tf.nn.softplus(logits)
+    )
+    if_wrong = weighted(keep, tf.nn.softplus(logits)) + weighted(
+        label_smoothing, tf.nn.softplus(-logits)
+    )
+    wrong = tf.one_hot(targets, tf.shape(logits)[-1], on_value=0.0, off_value=1.0)
+    negative = tf.reduce_sum(tf.math.multiply_no_nan(if_wrong, wrong), axis=-1)
+    return gold_logits(targets, if_gold), negative
 
 
 SOFTPLUS_GROUP = 16

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import keras
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.heads.base import OutputHead, as_float32
-from tfscones.heads.loss_base import TokenLoss
+from tfscones.heads.loss_base import TokenLoss, all_finite, gold_logits, weighted
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -40,6 +42,9 @@ def cross_entropy_token_loss(
 
     -Σ_w q_w log softmax(z)_w = (1-ε)(lse(z) - z_y) + ε (lse(z) - mean(z)).
 
+    Infinite logits take their limit (`tfscones.heads.loss_base`): the +inf tokens of a row share
+    its probability, -inf tokens get none.
+
     Args:
         targets: int32 gold ids `[...]`.
         logits: float32 logits `[..., V]`.
@@ -48,11 +53,37 @@ def cross_entropy_token_loss(
     Returns:
         float32 per-token losses `[...]`.
     """
+    return tf.cond(
+        all_finite(logits),
+        lambda: _finite_cross_entropy(targets, logits, label_smoothing),
+        lambda: _limit_cross_entropy(targets, logits, label_smoothing),
+    )
+
+
+def _finite_cross_entropy(targets, logits, label_smoothing):
     loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
     if label_smoothing > 0.0:
         uniform_term = tf.reduce_logsumexp(logits, axis=-1) - tf.reduce_mean(logits, axis=-1)
         loss = (1.0 - label_smoothing) * loss + label_smoothing * uniform_term
     return loss
+
+
+def _limit_cross_entropy(targets, logits, label_smoothing):
+    """The cross-entropy of rows with infinite logits, as its limit.
+
+    In a row with a +inf logit the +inf tokens share the probability (logit 0) and the others
+    get none (-inf); a -inf gold logit costs +inf, even where ε = 1 weights it by 0.
+    """
+    certain = tf.equal(logits, math.inf)
+    limit = tf.where(
+        tf.reduce_any(certain, axis=-1, keepdims=True), tf.where(certain, 0.0, -math.inf), logits
+    )
+    log_normaliser = tf.reduce_logsumexp(limit, axis=-1)
+    gold = gold_logits(targets, limit)
+    loss = weighted(1.0 - label_smoothing, log_normaliser - gold)
+    if label_smoothing > 0.0:
+        loss += label_smoothing * (log_normaliser - tf.reduce_mean(limit, axis=-1))
+    return tf.where(tf.equal(gold, -math.inf), math.inf, loss)
 
 
 @keras.saving.register_keras_serializable(package="tfscones")

@@ -61,7 +61,9 @@ def test_smoothing_onto_a_masked_token_costs_infinity(head, mode):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize(
-    ("index", "limit", "large"), [(2, -math.inf, -100.0), (0, math.inf, 100.0)], ids=["masked", "sure"]
+    ("index", "limit", "large"),
+    [(2, -math.inf, -100.0), (0, math.inf, 100.0)],
+    ids=["masked", "sure"],
 )
 def test_a_finite_limit_is_the_loss_of_a_very_large_logit(head, mode, index, limit, large):
     at_limit = loss_value(head, mode, with_logit(index, limit))

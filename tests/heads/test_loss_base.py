@@ -82,22 +82,54 @@ def test_low_precision_logits_are_computed_in_float32():
     np.testing.assert_allclose(half, loss(SEQUENCE_TARGETS, SEQUENCE_LOGITS), rtol=1e-2)
 
 
+SCONES_ALPHA = r"SCONES alpha must be a finite number in \(0, inf\) \(got {}\)"
+SMOOTHING = r"label_smoothing must be a finite number in \[0, 1\) \(got {}\)"
+
+
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: heads.SconesLoss(alpha=0.0), "SCONES alpha must be > 0"),
-        (lambda: heads.SconesLoss(alpha=-1.0), "SCONES alpha must be > 0"),
-        (lambda: heads.SconesLoss(label_smoothing=1.5), r"label_smoothing must lie in \[0, 1\]"),
-        (lambda: heads.EntmaxLoss(label_smoothing=-0.1), r"label_smoothing must lie in \[0, 1\]"),
-        (lambda: heads.EntmaxLoss(alpha=1.0), "alpha must be a finite number > 1"),
-        (lambda: heads.SequenceCrossEntropy(label_smoothing=2), "label_smoothing"),
-        (lambda: heads.TanhSconesLoss(alpha=0.0), "SCONES alpha must be > 0"),
-        (lambda: heads.TanhSconesLoss(label_smoothing=-1), r"label_smoothing must lie in \[0, 1\]"),
+        (lambda: heads.SconesLoss(alpha=0.0), SCONES_ALPHA.format("0.0")),
+        (lambda: heads.SconesLoss(alpha=-1.0), SCONES_ALPHA.format("-1.0")),
+        (lambda: heads.SconesLoss(alpha=math.inf), SCONES_ALPHA.format("inf")),
+        (lambda: heads.SconesLoss(alpha=math.nan), SCONES_ALPHA.format("nan")),
+        (lambda: heads.SconesLoss(alpha="0.5"), SCONES_ALPHA.format("'0.5'")),
+        (lambda: heads.SconesLoss(label_smoothing=1.5), SMOOTHING.format("1.5")),
+        (lambda: heads.SconesLoss(label_smoothing=1.0), SMOOTHING.format("1.0")),
+        (lambda: heads.EntmaxLoss(label_smoothing=-0.1), SMOOTHING.format("-0.1")),
+        (lambda: heads.EntmaxLoss(alpha=1.0), r"alpha must be a finite number in \(1, inf\)"),
+        (lambda: heads.EntmaxLoss(1.3, n_iter=0), r"n_iter must be a whole number in \[1, 1000\]"),
+        (lambda: heads.EntmaxLoss(1.3, n_iter=2.5), r"n_iter must be a whole number"),
+        (lambda: heads.EntmaxHead(1.3, n_iter=-1), r"n_iter must be a whole number"),
+        (lambda: heads.SparsemaxLoss(alpha=1.5), r"alpha 2 \(got alpha=1.5\); use EntmaxLoss"),
+        (lambda: heads.SequenceCrossEntropy(label_smoothing=2), SMOOTHING.format("2")),
+        (lambda: heads.SequenceCrossEntropy(label_smoothing=True), SMOOTHING.format("True")),
+        (lambda: heads.TanhSconesLoss(alpha=0.0), SCONES_ALPHA.format("0.0")),
+        (lambda: heads.TanhSconesLoss(label_smoothing=-1), SMOOTHING.format("-1")),
     ],
 )
 def test_bad_arguments_are_named_with_their_range(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_sparsemax_loss_takes_its_own_config_back():
+    loss = heads.SparsemaxLoss(label_smoothing=0.1)
+    clone = heads.SparsemaxLoss.from_config(loss.get_config())
+    assert (clone.alpha, clone.label_smoothing) == (2.0, 0.1)
+
+
+@pytest.mark.parametrize("loss", ALL_LOSSES, ids=LOSS_IDS)
+@pytest.mark.parametrize("bad_weight", [-1.0, math.inf, math.nan])
+def test_bad_sample_weights_are_refused_and_nan_under_xla(loss, bad_weight):
+    weights = np.ones(2, np.float32)
+    weights[1] = bad_weight
+    with pytest.raises(tf.errors.InvalidArgumentError, match="finite and non-negative"):
+        loss(SEQUENCE_TARGETS, SEQUENCE_LOGITS, sample_weight=weights)
+    xla = tf.function(
+        lambda w: loss(SEQUENCE_TARGETS, SEQUENCE_LOGITS, sample_weight=w), jit_compile=True
+    )
+    assert math.isnan(float(xla(tf.constant(weights))))
 
 
 @pytest.mark.parametrize("loss", ALL_LOSSES, ids=LOSS_IDS)

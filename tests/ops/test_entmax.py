@@ -65,7 +65,7 @@ def test_alpha_near_one_approaches_softmax():
 
 @pytest.mark.parametrize("alpha", [1.0, 0.5, -2.0, float("nan"), float("inf")])
 def test_alpha_at_most_one_is_rejected_with_a_pointer_to_softmax(alpha):
-    with pytest.raises(ValueError, match="alpha must be a finite number > 1.*softmax"):
+    with pytest.raises(ValueError, match=r"alpha must be a finite number in \(1, inf\).*softmax"):
         ops.entmax_bisect(tf.zeros([3]), alpha)
     with pytest.raises(ValueError, match="softmax"):
         ops.Entmax(alpha=alpha)

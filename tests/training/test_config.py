@@ -73,11 +73,11 @@ def test_wrong_types_and_malformed_overrides_are_errors(tmp_path):
 @pytest.mark.parametrize(
     "override, key, allowed",
     [
-        ("training.steps=0", "training.steps", r"\[1, inf\]"),
-        ("training.steps_per_epoch=-5", "training.steps_per_epoch", r"\[1, inf\]"),
-        ("training.learning_rate=0", "training.learning_rate", r"\(0, inf\]"),
-        ("training.learning_rate=-1e-3", "training.learning_rate", r"\(0, inf\]"),
-        ("data.tokens_per_batch=0", "data.tokens_per_batch", r"\[1, inf\]"),
+        ("training.steps=0", "training.steps", r"\[1, inf\)"),
+        ("training.steps_per_epoch=-5", "training.steps_per_epoch", r"\[1, inf\)"),
+        ("training.learning_rate=0", "training.learning_rate", r"\(0, inf\)"),
+        ("training.learning_rate=-1e-3", "training.learning_rate", r"\(0, inf\)"),
+        ("data.tokens_per_batch=0", "data.tokens_per_batch", r"\[1, inf\)"),
         ("data.tokens_per_batch=20", "data.tokens_per_batch", "at least 66"),
         ("model.dropout=1.0", "model.dropout", r"\[0, 1\)"),
         ("loss.label_smoothing=1.5", "loss.label_smoothing", r"\[0, 1\)"),
@@ -85,7 +85,10 @@ def test_wrong_types_and_malformed_overrides_are_errors(tmp_path):
         ("data.on_bad_line=ignore", "data.on_bad_line", "error, skip"),
         ("training.jit_compile=yes please", "training.jit_compile", "auto, True, False"),
         ("training.ema_momentum=1", "training.ema_momentum", r"\[0, 1\)"),
-        ("training.learning_rate=.nan", "training.learning_rate", r"\(0, inf\]"),
+        ("training.learning_rate=.nan", "training.learning_rate", r"\(0, inf\)"),
+        ("training.learning_rate=.inf", "training.learning_rate", r"\(0, inf\)"),
+        ("loss.alpha=.inf", "loss.alpha", r"\(0, inf\)"),
+        ("loss.label_smoothing=1.0", "loss.label_smoothing", r"\[0, 1\)"),
     ],
 )
 def test_values_out_of_range_name_origin_key_and_what_is_allowed(tmp_path, override, key, allowed):

@@ -32,9 +32,9 @@ def translate(*arguments, stdin=b""):
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--batch-size", "0", "--batch-size: must be at least 1 (got 0)"),
-        ("--beam", "-2", "--beam: must be 0 or more (got -2)"),
-        ("--nbest", "-1", "--nbest: must be 0 or more (got -1)"),
+        ("--batch-size", "0", "--batch-size: must be a whole number in [1, inf) (got 0)"),
+        ("--beam", "-2", "--beam: must be a whole number in [0, inf) (got -2)"),
+        ("--nbest", "-1", "--nbest: must be a whole number in [0, inf) (got -1)"),
     ],
 )
 def test_out_of_range_flags(run_dir, flag, value, message):

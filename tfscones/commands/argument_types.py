@@ -1,28 +1,35 @@
-"""argparse types the programs share: numbers checked against their range when parsed."""
+"""argparse types the programs share: numbers checked against their `tfscones.ranges` range.
+
+A flag's error says what it must be in the words of the range, as a constructor's or a config
+field's error does: `--beam: must be a whole number in [0, inf) (got -2)`.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+
+from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE_INTEGER, Range
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
-    return value
+def in_range(allowed: Range) -> Callable[[str], int | float]:
+    """An argparse type: a number of `allowed`, whole if the range is."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = int(text) if allowed.integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be {allowed.description()} (got {text!r})"
+            ) from None
+        if not allowed.allows(value):
+            raise argparse.ArgumentTypeError(f"must be {allowed.description()} (got {value})")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer of at least 0."""
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more (got {value})")
-    return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
+positive_int = in_range(AT_LEAST_ONE)
+"""An argparse type: a whole number of at least 1."""
+non_negative_int = in_range(NON_NEGATIVE_INTEGER)
+"""An argparse type: a whole number of at least 0."""

@@ -47,7 +47,7 @@ class EntmaxHead(OutputHead):
 
     def __init__(self, alpha: float = 1.5, n_iter: int = 50):
         self.alpha = entmax_ops.validate_entmax_alpha(alpha)
-        self.n_iter = int(n_iter)
+        self.n_iter = entmax_ops.validate_bisection_steps(n_iter)
 
     def probabilities(self, logits):
         return entmax_ops.entmax(as_float32(logits), self.alpha, self.n_iter)
@@ -94,7 +94,7 @@ def entmax_token_loss(
         targets: int32 gold ids `[...]`.
         logits: float32 logits `[..., V]`.
         alpha: Entmax α > 1 (2 is sparsemax).
-        label_smoothing: ε in [0, 1].
+        label_smoothing: ε in [0, 1).
         n_iter: Bisection steps for α ∉ {1.5, 2}.
 
     Infinite logits take their limit (`tfscones.heads.loss_base`): -inf tokens get probability
@@ -188,7 +188,7 @@ class EntmaxLoss(TokenLoss):
 
     Args:
         alpha: Entmax α > 1 (1.5 by default; 2 is sparsemax).
-        label_smoothing: Fenchel-Young label smoothing ε in [0, 1] (eq. 10).
+        label_smoothing: Fenchel-Young label smoothing ε in [0, 1) (eq. 10).
         n_iter: Bisection steps for α other than 1.5 and 2.
         pad_id: Target id masked out of sequence losses; None masks nothing.
         **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
@@ -209,7 +209,7 @@ class EntmaxLoss(TokenLoss):
         kwargs.setdefault("name", "entmax_loss")
         super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
         self.alpha = entmax_ops.validate_entmax_alpha(alpha)
-        self.n_iter = int(n_iter)
+        self.n_iter = entmax_ops.validate_bisection_steps(n_iter)
 
     def per_token_loss(self, targets, logits):
         loss, tau = _token_loss_and_threshold(
@@ -227,14 +227,19 @@ class SparsemaxLoss(EntmaxLoss):
     """Fenchel-Young sparsemax loss: `EntmaxLoss` with α = 2.
 
     Args:
-        label_smoothing: Fenchel-Young label smoothing ε in [0, 1].
+        label_smoothing: Fenchel-Young label smoothing ε in [0, 1).
         pad_id: Target id masked out of sequence losses; None masks nothing.
         **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
     """
 
     def __init__(self, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
-        kwargs.pop("alpha", None)
-        kwargs.pop("n_iter", None)
+        alpha = kwargs.pop("alpha", 2.0)  # in its own config, as EntmaxLoss's
+        if alpha != 2.0:
+            raise ValueError(
+                f"SparsemaxLoss is the entmax loss at alpha 2 (got alpha={alpha!r}); use "
+                f"EntmaxLoss(alpha={alpha!r}) for another alpha."
+            )
+        kwargs.pop("n_iter", None)  # unused at alpha 2
         kwargs.setdefault("name", "sparsemax_loss")
         super().__init__(alpha=2.0, label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
 
@@ -257,7 +262,7 @@ class EntmaxSupportSize(TokenMean):
         kwargs.setdefault("name", "entmax_support_size")
         super().__init__(pad_id=pad_id, **kwargs)
         self.alpha = entmax_ops.validate_entmax_alpha(alpha)
-        self.n_iter = int(n_iter)
+        self.n_iter = entmax_ops.validate_bisection_steps(n_iter)
 
     def per_token_value(self, targets, logits):
         del targets

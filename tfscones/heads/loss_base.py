@@ -27,10 +27,11 @@ import keras
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import PAD_ID
+from tfscones.ranges import LABEL_SMOOTHING
 
 
 def validate_label_smoothing(label_smoothing: float) -> float:
-    """Checks that a label smoothing factor lies in [0, 1].
+    """Checks a label smoothing factor (`tfscones.ranges.LABEL_SMOOTHING`, [0, 1)).
 
     Args:
         label_smoothing: The smoothing factor (λ of SCONES eq. 11-12, ε of entmax eq. 10).
@@ -39,12 +40,9 @@ def validate_label_smoothing(label_smoothing: float) -> float:
         The factor as a Python float.
 
     Raises:
-        ValueError: If it lies outside [0, 1].
+        ValueError: If it is not a number in [0, 1).
     """
-    label_smoothing = float(label_smoothing)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must lie in [0, 1] (got {label_smoothing}).")
-    return label_smoothing
+    return LABEL_SMOOTHING.check("label_smoothing", label_smoothing)
 
 
 def all_finite(logits: tf.Tensor) -> tf.Tensor:
@@ -135,6 +133,20 @@ def check_sample_weight_shape(sample_weight, y_true, y_pred) -> None:
         )
 
 
+def checked_sample_weight(sample_weight) -> tf.Tensor:
+    """float32 sample weights, refused if one is negative or not finite.
+
+    Raises:
+        tf.errors.InvalidArgumentError: When the graph runs, if a weight is negative, infinite
+            or NaN. XLA drops the check; the weights, and so the loss, are then NaN.
+    """
+    weights = tf.cast(tf.convert_to_tensor(sample_weight), tf.float32)
+    valid = tf.reduce_all(tf.math.is_finite(weights) & (weights >= 0.0))
+    message = "sample_weight must be finite and non-negative; got a negative, inf or NaN weight"
+    with tf.control_dependencies([tf.debugging.Assert(valid, [message])]):
+        return tf.where(valid, weights, math.nan)
+
+
 def expand_to_rank(weights, rank: int) -> tf.Tensor:
     """float32 weights with trailing axes added up to `rank` (per-example weights of sequences)."""
     weights = tf.cast(tf.convert_to_tensor(weights), tf.float32)
@@ -174,6 +186,7 @@ class TokenLoss(keras.losses.Loss):
     def __call__(self, y_true, y_pred, sample_weight=None):
         if sample_weight is not None:
             check_sample_weight_shape(sample_weight, y_true, y_pred)
+            sample_weight = checked_sample_weight(sample_weight)
         token_weights = self.token_weights(y_true, y_pred)
         if token_weights is not None and sample_weight is not None:
             token_weights = token_weights * expand_to_rank(sample_weight, token_weights.shape.rank)
@@ -249,6 +262,7 @@ class TokenMean(keras.metrics.Mean):
         if self.pad_id is not None and targets.shape.rank >= 2:
             weights = tf.cast(tf.not_equal(targets, self.pad_id), tf.float32)
         if sample_weight is not None:
+            sample_weight = checked_sample_weight(sample_weight)
             weights = weights * expand_to_rank(sample_weight, weights.shape.rank)
         return super().update_state(self.per_token_value(targets, logits), sample_weight=weights)
 

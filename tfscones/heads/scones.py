@@ -23,6 +23,7 @@ from tfscones.heads.loss_base import (
     validate_label_smoothing,
     weighted,
 )
+from tfscones.ranges import SCONES_ALPHA
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -105,7 +106,7 @@ def scones_terms(
     Args:
         targets: int32 gold ids `[...]`.
         logits: float32 logits `[..., V]`.
-        label_smoothing: λ in [0, 1].
+        label_smoothing: λ in [0, 1).
 
     Returns:
         `(L+, L-)`, float32 tensors `[...]`.
@@ -193,7 +194,7 @@ def scones_token_loss(
         targets: int32 gold ids `[...]`.
         logits: float32 logits `[..., V]`.
         alpha: The scaling factor α > 0 of the negative term.
-        label_smoothing: λ in [0, 1].
+        label_smoothing: λ in [0, 1).
 
     Returns:
         float32 per-token losses `[...]`.
@@ -228,7 +229,7 @@ class SconesLoss(TokenLoss):
 
     Args:
         alpha: Weight α > 0 of the negative term L- (the paper tunes α ∈ [0.2, 1]).
-        label_smoothing: λ in [0, 1] (eq. 11-12); the paper uses 0.
+        label_smoothing: λ in [0, 1) (eq. 11-12); the paper uses 0.
         pad_id: Target id masked out of sequence losses; None masks nothing.
         **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
 
@@ -245,10 +246,7 @@ class SconesLoss(TokenLoss):
     def __init__(self, alpha: float = 1.0, label_smoothing: float = 0.0, pad_id=PAD_ID, **kwargs):
         kwargs.setdefault("name", self.default_name)
         super().__init__(label_smoothing=label_smoothing, pad_id=pad_id, **kwargs)
-        alpha = float(alpha)
-        if not alpha > 0.0:
-            raise ValueError(f"SCONES alpha must be > 0 (got {alpha}); the paper uses 0.2 to 1.")
-        self.alpha = alpha
+        self.alpha = SCONES_ALPHA.check("SCONES alpha", alpha, "The paper uses 0.2 to 1.")
 
     def per_token_loss(self, targets, logits):
         logits = scaled_logits(logits, self.logit_scale)
@@ -263,7 +261,7 @@ class SconesPositiveTerm(TokenMean):
     """Mean SCONES L+ per token (eq. 7, or eq. 11 with label smoothing): -log σ(z_gold).
 
     Args:
-        label_smoothing: λ in [0, 1], as in the loss.
+        label_smoothing: λ in [0, 1), as in the loss.
         pad_id: Target id to ignore; None ignores nothing.
         **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
 
@@ -294,7 +292,7 @@ class SconesNegativeTerm(SconesPositiveTerm):
     """Mean SCONES L- per token (eq. 8, or eq. 12): Σ_{w≠gold} -log(1 - σ(z_w)), before α.
 
     Args:
-        label_smoothing: λ in [0, 1], as in the loss.
+        label_smoothing: λ in [0, 1), as in the loss.
         pad_id: Target id to ignore; None ignores nothing.
         **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
     """

@@ -48,7 +48,7 @@ def cross_entropy_token_loss(
     Args:
         targets: int32 gold ids `[...]`.
         logits: float32 logits `[..., V]`.
-        label_smoothing: ε in [0, 1].
+        label_smoothing: ε in [0, 1).
 
     Returns:
         float32 per-token losses `[...]`.
@@ -72,7 +72,7 @@ def _limit_cross_entropy(targets, logits, label_smoothing):
     """The cross-entropy of rows with infinite logits, as its limit.
 
     In a row with a +inf logit the +inf tokens share the probability (logit 0) and the others
-    get none (-inf); a -inf gold logit costs +inf, even where ε = 1 weights it by 0.
+    get none (-inf); a -inf gold logit costs +inf.
     """
     certain = tf.equal(logits, math.inf)
     limit = tf.where(
@@ -91,7 +91,7 @@ class SequenceCrossEntropy(TokenLoss):
     """Softmax cross-entropy with label smoothing: the baseline, masked like the other losses.
 
     Args:
-        label_smoothing: ε in [0, 1]; the target is (1-ε) e_y + ε/|V|.
+        label_smoothing: ε in [0, 1); the target is (1-ε) e_y + ε/|V|.
         pad_id: Target id masked out of sequence losses; None masks nothing.
         **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
     """

@@ -87,7 +87,7 @@ class TanhSconesLoss(SconesLoss):
 
     Args:
         alpha: Weight α > 0 of the negative term L-.
-        label_smoothing: λ in [0, 1] (eq. 11-12).
+        label_smoothing: λ in [0, 1) (eq. 11-12).
         pad_id: Target id masked out of sequence losses; None masks nothing.
         **kwargs: `keras.losses.Loss` arguments (`name`, `reduction`).
 
@@ -104,7 +104,7 @@ class TanhPositiveTerm(SconesPositiveTerm):
     """Mean L+ per token of the tanh head: -log p(z_gold) (eq. 7, or eq. 11 with smoothing).
 
     Args:
-        label_smoothing: λ in [0, 1], as in the loss.
+        label_smoothing: λ in [0, 1), as in the loss.
         pad_id: Target id to ignore; None ignores nothing.
         **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
     """
@@ -118,7 +118,7 @@ class TanhNegativeTerm(SconesNegativeTerm):
     """Mean L- per token of the tanh head: Σ_{w≠gold} -log(1 - p(z_w)), before α (eq. 8, 12).
 
     Args:
-        label_smoothing: λ in [0, 1], as in the loss.
+        label_smoothing: λ in [0, 1), as in the loss.
         pad_id: Target id to ignore; None ignores nothing.
         **kwargs: `keras.metrics.Metric` arguments (`name`, `dtype`).
     """

@@ -37,6 +37,8 @@ import math
 import keras
 import tensorflow as tf
 
+from tfscones.ranges import BISECTION_STEPS, ENTMAX_ALPHA
+
 DEFAULT_TOP_K = 128
 """Partial-sort size of bisection; sparsemax and entmax-1.5 take 8 times as many candidates."""
 
@@ -54,7 +56,7 @@ FALLBACK_BISECTION_STEPS = 50
 
 
 def validate_entmax_alpha(alpha: float) -> float:
-    """Checks that α selects a sparse entmax mapping.
+    """Checks that α selects a sparse entmax mapping (`tfscones.ranges.ENTMAX_ALPHA`).
 
     Args:
         alpha: The entmax α.
@@ -65,14 +67,21 @@ def validate_entmax_alpha(alpha: float) -> float:
     Raises:
         ValueError: If α is not a finite number greater than 1.
     """
-    alpha = float(alpha)
-    if not math.isfinite(alpha) or alpha <= 1.0:
-        raise ValueError(
-            f"entmax alpha must be a finite number > 1 (got {alpha}); alpha = 2 is sparsemax, "
-            "alpha = 1.5 is entmax-1.5, and alpha -> 1 is softmax: use tf.nn.softmax or "
-            "SoftmaxHead for that."
-        )
-    return alpha
+    return ENTMAX_ALPHA.check(
+        "entmax alpha",
+        alpha,
+        "alpha = 2 is sparsemax, alpha = 1.5 is entmax-1.5, and alpha -> 1 is softmax: use "
+        "tf.nn.softmax or SoftmaxHead for that.",
+    )
+
+
+def validate_bisection_steps(n_iter: int) -> int:
+    """Checks the number of bisection steps (`tfscones.ranges.BISECTION_STEPS`).
+
+    Raises:
+        ValueError: If `n_iter` is not a whole number in [1, 1000].
+    """
+    return BISECTION_STEPS.check("n_iter", n_iter)
 
 
 def _as_float32(logits: tf.Tensor) -> tf.Tensor:
@@ -720,9 +729,9 @@ def entmax_bisect(
         Probabilities on the simplex, same shape and dtype as `logits`.
 
     Raises:
-        ValueError: If α ≤ 1 or not finite.
+        ValueError: If α ≤ 1 or not finite, or `n_iter` is not in [1, 1000].
     """
-    alpha = validate_entmax_alpha(alpha)
+    alpha, n_iter = validate_entmax_alpha(alpha), validate_bisection_steps(n_iter)
     if _is_sort_based(alpha):
         alpha = math.nextafter(alpha, math.inf)  # keep the bisection algorithm
     return _with_entmax_gradient(alpha, n_iter, top_k, logits)
@@ -744,9 +753,10 @@ def entmax(
         Probabilities on the simplex, same shape and dtype as `logits`.
 
     Raises:
-        ValueError: If α ≤ 1 or not finite.
+        ValueError: If α ≤ 1 or not finite, or `n_iter` is not in [1, 1000].
     """
-    return _with_entmax_gradient(validate_entmax_alpha(alpha), n_iter, top_k, logits)
+    alpha, n_iter = validate_entmax_alpha(alpha), validate_bisection_steps(n_iter)
+    return _with_entmax_gradient(alpha, n_iter, top_k, logits)
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -767,7 +777,7 @@ class Entmax(keras.layers.Layer):
     def __init__(self, alpha: float = 1.5, n_iter: int = 50, **kwargs):
         super().__init__(**kwargs)
         self.alpha = validate_entmax_alpha(alpha)
-        self.n_iter = int(n_iter)
+        self.n_iter = validate_bisection_steps(n_iter)
 
     def call(self, inputs):
         return entmax(inputs, self.alpha, self.n_iter)

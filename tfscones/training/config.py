@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from tfscones import ranges
+
 
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, except that a key given twice in one mapping is an error.
@@ -385,69 +387,37 @@ def _holds_key(content: dict, dotted_key: str) -> bool:
     return True
 
 
-class _Range(typing.NamedTuple):
-    """Allowed numbers: `low <= x` (or `low < x` when `low_open`), `x <= high` likewise."""
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-
-    def allows(self, value) -> bool:
-        if value != value:  # NaN
-            return False
-        return not (
-            (self.low is not None and (value <= self.low if self.low_open else value < self.low))
-            or (
-                self.high is not None
-                and (value >= self.high if self.high_open else value > self.high)
-            )
-        )
-
-    def __str__(self) -> str:
-        low = "(" if self.low_open else "["
-        high = ")" if self.high_open else "]"
-        lower = "-inf" if self.low is None else f"{self.low:g}"
-        upper = "inf" if self.high is None else f"{self.high:g}"
-        return f"{low}{lower}, {upper}{high}"
-
-
-_POSITIVE = _Range(0, low_open=True)
-_AT_LEAST_ONE = _Range(1)
-_NON_NEGATIVE = _Range(0)
-_FRACTION = _Range(0, 1, high_open=True)
-
-_LIMITS: dict[str, _Range | tuple] = {
+_LIMITS: dict[str, ranges.Range | tuple] = {
     "data.source": ("text", "tfds"),
-    "data.vocabulary_size": _Range(16),
-    "data.sentencepiece_sample_lines": _AT_LEAST_ONE,
-    "data.max_length": _AT_LEAST_ONE,
-    "data.max_length_ratio": _POSITIVE,
-    "data.tokens_per_batch": _AT_LEAST_ONE,
-    "data.shuffle_buffer_size": _AT_LEAST_ONE,
+    "data.vocabulary_size": ranges.Range(16, integer=True),
+    "data.sentencepiece_sample_lines": ranges.AT_LEAST_ONE,
+    "data.max_length": ranges.AT_LEAST_ONE,
+    "data.max_length_ratio": ranges.POSITIVE,
+    "data.tokens_per_batch": ranges.AT_LEAST_ONE,
+    "data.shuffle_buffer_size": ranges.AT_LEAST_ONE,
     "data.on_bad_line": ("error", "skip"),
-    "data.dev_sentences": _AT_LEAST_ONE,
-    "data.test_sentences": _AT_LEAST_ONE,
-    "model.dropout": _FRACTION,
-    "model.num_experts": _AT_LEAST_ONE,
-    "loss.alpha": _POSITIVE,
-    "loss.label_smoothing": _FRACTION,
+    "data.dev_sentences": ranges.AT_LEAST_ONE,
+    "data.test_sentences": ranges.AT_LEAST_ONE,
+    "model.dropout": ranges.FRACTION,
+    "model.num_experts": ranges.AT_LEAST_ONE,
+    "loss.alpha": ranges.SCONES_ALPHA,
+    "loss.label_smoothing": ranges.LABEL_SMOOTHING,
     "training.strategy": ("default", "mirrored", "multi_worker", "tpu"),
     "training.optimizer": ("adam", "adamw", "lamb"),
-    "training.learning_rate": _POSITIVE,
+    "training.learning_rate": ranges.POSITIVE,
     "training.schedule": ("cosine", "linear", "inverse_sqrt"),
-    "training.warmup_steps": _NON_NEGATIVE,
-    "training.final_learning_rate_fraction": _Range(0, 1),
-    "training.weight_decay": _NON_NEGATIVE,
-    "training.clip_norm": _POSITIVE,
-    "training.steps": _AT_LEAST_ONE,
-    "training.steps_per_epoch": _AT_LEAST_ONE,
-    "training.max_minutes": _POSITIVE,
-    "training.ema_momentum": _FRACTION,
-    "training.average_checkpoints": _NON_NEGATIVE,
+    "training.warmup_steps": ranges.NON_NEGATIVE_INTEGER,
+    "training.final_learning_rate_fraction": ranges.Range(0, 1),
+    "training.weight_decay": ranges.NON_NEGATIVE,
+    "training.clip_norm": ranges.POSITIVE,
+    "training.steps": ranges.AT_LEAST_ONE,
+    "training.steps_per_epoch": ranges.AT_LEAST_ONE,
+    "training.max_minutes": ranges.POSITIVE,
+    "training.ema_momentum": ranges.FRACTION,
+    "training.average_checkpoints": ranges.NON_NEGATIVE_INTEGER,
     "training.mixed_precision": ("float32", "mixed_float16", "mixed_bfloat16"),
     "training.jit_compile": ("auto", True, False),
-    "training.backup_every_steps": _AT_LEAST_ONE,
+    "training.backup_every_steps": ranges.AT_LEAST_ONE,
 }
 
 
@@ -462,7 +432,7 @@ def check_values(config: ExperimentConfig) -> None:
         value = getattr(getattr(config, section), name)
         if value is None:
             continue
-        if isinstance(limit, _Range):
+        if isinstance(limit, ranges.Range):
             if not limit.allows(value):
                 raise ConfigError(f"{value!r} is out of range; allowed: {limit}.", key)
         elif not any(value == choice and type(value) is type(choice) for choice in limit):

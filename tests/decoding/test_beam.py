@@ -355,7 +355,9 @@ def test_the_search_loop_takes_the_blockwise_top_k_of_a_large_vocabulary(monkeyp
     monkeypatch.setattr(common, "TOP_K_BLOCK", vocabulary_size)  # too long a block: tf's top-k
     expected = search()(REAL_SOURCE)
     np.testing.assert_array_equal(found.ids.numpy(), expected.ids.numpy())
-    np.testing.assert_array_equal(found.scores.numpy(), expected.scores.numpy())
+    # Two graphs sum the same log scores with other fusions and thread splits, so the sums may
+    # differ in their last bits (-31.708464 against -31.708466 seen): a few float32 ulps.
+    np.testing.assert_allclose(found.scores.numpy(), expected.scores.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("head", ["softmax", "entmax15"])

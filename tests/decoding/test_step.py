@@ -90,4 +90,5 @@ def test_a_frozen_step_model_decodes_as_its_model(tied, head):
 
     for ours, theirs in zip(decoders(frozen), decoders(model), strict=True):
         np.testing.assert_array_equal(ours.ids, theirs.ids)
-        np.testing.assert_array_equal(ours.scores, theirs.scores)
+        # Separate graphs: their sums of log scores may differ in the last float32 bits.
+        np.testing.assert_allclose(ours.scores, theirs.scores, rtol=1e-6)

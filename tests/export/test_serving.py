@@ -5,7 +5,13 @@ import pytest
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
-from tfscones.decoding import greedy_decode, source_ids_for_model, translate
+from tfscones.decoding import (
+    Search,
+    greedy_decode,
+    source_ids_for_model,
+    translate,
+    translate_nbest,
+)
 from tfscones.decoding.beam import beam_search
 from tfscones.serving import TranslationModule
 
@@ -212,3 +218,26 @@ def test_limits_default_to_the_model(model, tokenizer):
     limits = TranslationModule(model, tokenizer).limits
     assert limits.max_source_tokens == limits.max_output_tokens == model.max_sequence_length
     assert limits.max_source_characters >= 8 * limits.max_source_tokens
+
+
+def test_every_path_gives_an_empty_source_the_empty_translation(module, sentences):
+    """The library, the command (which calls it) and the SavedModel agree on empty sources."""
+    mixed = ["", sentences[0], "   ", "\t\u3000"]
+    assert translate(module.model, module.tokenizer, mixed) == [
+        "",
+        translate(module.model, module.tokenizer, sentences[:1])[0],
+        "",
+        "",
+    ]
+    nbest = translate_nbest(module.model, module.tokenizer, mixed, search=Search("beam", 3, 3))
+    assert nbest[0] == nbest[2] == nbest[3] == [("", 0.0)]
+    assert len(nbest[1]) == 3
+
+    real = source_ids(module, sentences[:1]).to_tensor()[0].numpy().tolist()
+    rows = [[0] * len(real), [EOS_ID, *real[:-1]], real]
+    output = module.translate_ids(tf.constant(rows, tf.int32))
+    alone = module.translate_ids(tf.constant([real], tf.int32))
+    for row in (0, 1):
+        assert output["ids"][row, 0] == EOS_ID and not np.any(output["ids"][row, 1:])
+        assert output["lengths"][row] == 1 and output["scores"][row] == 0.0
+    np.testing.assert_array_equal(output["ids"][2], alone["ids"][0])

@@ -45,7 +45,10 @@ def test_analyze_names_a_run_folder_without_a_model(texts, tmp_path):
 
 @pytest.mark.parametrize(
     "flags, message",
-    [(["--beams", "0"], "--beams: must be a whole number in [1, inf)"), (["--limit", "-3"], "--limit: must be")],
+    [
+        (["--beams", "0"], "--beams: must be a whole number in [1, inf)"),
+        (["--limit", "-3"], "--limit: must be"),
+    ],
 )
 def test_analyze_refuses_out_of_range_flags(texts, tmp_path, flags, message):
     source, reference = texts

@@ -544,3 +544,14 @@ def _decode_rows_still_going(
         keep_going, body, loop_variables, shape_invariants=invariants, maximum_iterations=width
     )
     return TokenByTokenOutput(ids=ids, lengths=lengths, scores=scores)
+
+
+def has_text(source_ids: tf.Tensor) -> tf.Tensor:
+    """Whether each source `[batch]` has a piece before its end (its first EOS or PAD).
+
+    A source without one (an empty or whitespace-only line, or all padding) is empty, and its
+    translation is the empty one, with score 0, on every path: `Search.decode`, the library's
+    and the command's `translate`, and every SavedModel signature.
+    """
+    first = source_ids[:, :1]
+    return tf.reduce_any(tf.not_equal(first, EOS_ID) & tf.not_equal(first, PAD_ID), axis=1)

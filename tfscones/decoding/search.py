@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.beam import beam_search, diverse_beam_search
 from tfscones.decoding.greedy import greedy_decode
@@ -129,6 +130,9 @@ class Search:
         Returns:
             `NBest` with `output_count` hypotheses per sentence.
         """
+        return blank_empty_sources(self._run(model, source_ids, jit_compile), source_ids)
+
+    def _run(self, model: StepModel, source_ids: tf.Tensor, jit_compile: bool) -> NBest:
         lengths = {
             "max_length": self.max_length,
             "max_length_a": self.max_length_a,
@@ -180,6 +184,24 @@ class Search:
             lengths=output.lengths[:, :count],
             scores=output.scores[:, :count],
         )
+
+
+def blank_empty_sources(output: NBest, source_ids: tf.Tensor) -> NBest:
+    """`output` with the empty translation (EOS alone, score 0) for every empty source.
+
+    An empty source (`common.has_text` is False) gets one hypothesis, the empty one; its other
+    slots are left empty (length 0, score -inf), as a sparse head's unfilled slots are.
+    """
+    text = common.has_text(source_ids)
+    slots, width = tf.shape(output.ids)[1], tf.shape(output.ids)[2]
+    first = tf.equal(tf.range(slots), 0)[tf.newaxis, :]
+    empty_ids = tf.where(first[..., tf.newaxis] & tf.equal(tf.range(width), 0), EOS_ID, PAD_ID)
+    keep = text[:, tf.newaxis]
+    return NBest(
+        ids=tf.where(keep[..., tf.newaxis], output.ids, empty_ids),
+        lengths=tf.where(keep, output.lengths, tf.cast(first, output.lengths.dtype)),
+        scores=tf.where(keep, output.scores, tf.where(first, 0.0, -math.inf)),
+    )
 
 
 def _check_whole(name: str, value, low: int) -> None:

@@ -28,9 +28,10 @@ Request limits (`RequestLimits`), fixed when the module is built:
 
 Defined results for odd inputs: invalid UTF-8 is repaired first (each bad byte sequence becomes
 U+FFFD), so it tokenises like any text; an empty or whitespace-only source translates to the
-empty string with score 0 (in every signature that translates strings); `translate_ids` reads a
-row up to its first EOS (included) or its first PAD, so whatever follows (padding added by a
-batching server, for example) is ignored.
+empty string with score 0 in every signature, as in `tfscones translate` and the library
+(`tfscones.decoding.common.has_text`); `translate_ids` reads a row up to its first EOS
+(included) or its first PAD, so whatever follows (padding added by a batching server, for
+example) is ignored, and a row that starts with either is empty: ids EOS alone, score 0.
 """
 
 from __future__ import annotations
@@ -288,7 +289,12 @@ class TranslationModule(tf.Module):
         with tf.control_dependencies(self._check_ids(source_ids)):
             source_ids = _cut_after_end(source_ids)
         output = greedy_decode(self.decoding_model, source_ids, **self._length_arguments())
-        return output._asdict()
+        text = common.has_text(source_ids)
+        return {
+            "ids": _blank(output.ids, text, tf.one_hot(0, tf.shape(output.ids)[1], EOS_ID, PAD_ID)),
+            "lengths": _blank(output.lengths, text, 1),
+            "scores": _blank(output.scores, text, 0.0),
+        }
 
     @tf.function(input_signature=[_STRINGS, _STRINGS], autograph=False)
     def score(self, source: tf.Tensor, target: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -381,7 +387,8 @@ class TranslationModule(tf.Module):
         with tf.control_dependencies([self._check_batch_size(tf.size(source))]):
             text = _clean_text(source, self.limits)
         ids = source_ids_for_model(self.tokenizer, text, self.limits.max_source_tokens)
-        return ids.to_tensor(default_value=PAD_ID), ids.row_lengths() > 1
+        ids = ids.to_tensor(default_value=PAD_ID)
+        return ids, common.has_text(ids)
 
     def _texts(self, ids: tf.Tensor, has_text: tf.Tensor) -> tf.Tensor:
         """Detokenised ids `[batch, ..., length]`, empty where the source was empty."""

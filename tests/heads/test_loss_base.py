@@ -216,3 +216,9 @@ def test_sample_weight_of_the_wrong_shape_is_refused(loss):
     for bad in ([[1.0, 2.0]] * 3, [[[1.0, 2.0, 3.0]]] * 3, [1.0, 2.0]):
         with pytest.raises(ValueError, match="does not fit targets of shape"):
             loss(targets, logits, sample_weight=tf.constant(bad))
+
+
+@pytest.mark.parametrize("loss", ALL_LOSSES, ids=LOSS_IDS)
+def test_string_targets_are_refused_as_untokenised_text(loss):
+    with pytest.raises(ValueError, match="targets must be integer token ids .*got dtype string"):
+        loss(np.array([["a", "b", "c", "d"], ["e", "f", "g", "h"]]), SEQUENCE_LOGITS)

@@ -115,3 +115,20 @@ def test_run_files_without_a_config_are_refused(tiny_overrides, tmp_path):
     (run_dir / "backup" / "chief" / "checkpoint").write_text("a backup")
     with pytest.raises(RunFolderError, match="holds backup of a run without its config.yaml"):
         check_run_folder(config, run_dir)
+
+
+@pytest.mark.parametrize(
+    ("size", "reason"), [(60000, "too high"), (16, "smaller than required_chars")]
+)
+def test_a_vocabulary_sentencepiece_cannot_build_is_refused_and_leaves_no_config(
+    tiny_overrides, tmp_path, size, reason
+):
+    run_dir = tmp_path / "run"
+    overrides = [*tiny_overrides, f"output_dir={run_dir}"]
+    message = program_error(["--config", DEMO_CONFIG, *overrides, f"data.vocabulary_size={size}"])
+
+    assert message.startswith(f"data error: SentencePiece cannot build a vocabulary of {size}")
+    assert reason in message and "data.vocabulary_size" in message and "\n" not in message
+    assert not (run_dir / "config.yaml").exists()
+    corrected = load_config(DEMO_CONFIG, overrides)
+    check_run_folder(corrected, run_dir)  # the corrected rerun is not "another config"

@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from tfscones.commands.argument_types import non_negative_int, positive_int
-from tfscones.data import ParallelTextError
+from tfscones.data import ParallelTextError, VocabularyError
 from tfscones.data.text_lines import TextLineError
 from tfscones.decoding import DEFAULT_STATE_BUDGET
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         raise SystemExit(f"config error: {error}") from None
     except RunFolderError as error:
         raise SystemExit(f"run folder error: {error}") from None
-    except (ParallelTextError, TextLineError, FileNotFoundError) as error:
+    except (ParallelTextError, TextLineError, VocabularyError, FileNotFoundError) as error:
         raise SystemExit(f"data error: {error}") from None
     except ValueError as error:
         raise SystemExit(f"reproduce: error: {error}") from None

@@ -11,7 +11,7 @@ import argparse
 import json
 import logging
 
-from tfscones.data import ParallelTextError
+from tfscones.data import ParallelTextError, VocabularyError
 from tfscones.data.text_lines import TextLineError
 from tfscones.training import runner
 from tfscones.training.config import ConfigError, load_config, locate, shipped_configs
@@ -49,6 +49,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         raise SystemExit(f"config error: {located}") from None
     except RunFolderError as error:
         raise SystemExit(f"run folder error: {error}") from None
-    except (ParallelTextError, TextLineError, FileNotFoundError) as error:
+    except (ParallelTextError, TextLineError, VocabularyError, FileNotFoundError) as error:
         raise SystemExit(f"data error: {error}") from None
     print(json.dumps(results, indent=2))

@@ -17,7 +17,11 @@ from tfscones.data.parallel_text import (
     read_sentence_pairs,
 )
 from tfscones.data.preprocessing import append_eos, padding_mask, teacher_forcing_inputs
-from tfscones.data.sentencepiece_vocab import SentencePieceFiles, train_sentencepiece
+from tfscones.data.sentencepiece_vocab import (
+    SentencePieceFiles,
+    VocabularyError,
+    train_sentencepiece,
+)
 from tfscones.data.tfds_pairs import load_tfds_pairs
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.data.translation_pipeline import model_example, translation_dataset
@@ -44,6 +48,7 @@ __all__ = [
     "read_parallel_text",
     "read_sentence_pairs",
     "teacher_forcing_inputs",
+    "VocabularyError",
     "train_sentencepiece",
     "translation_dataset",
 ]

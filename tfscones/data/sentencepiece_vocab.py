@@ -38,6 +38,13 @@ class SentencePieceFiles(NamedTuple):
     vocab_file: Path
 
 
+class VocabularyError(ValueError):
+    """SentencePiece cannot build the vocabulary asked for.
+
+    The size is too large for the corpus, or too small for the characters it must cover.
+    """
+
+
 def train_sentencepiece(
     input_files: Sequence[str | os.PathLike],
     model_prefix: str | os.PathLike,
@@ -87,7 +94,8 @@ def train_sentencepiece(
         ValueError: If `model_type` is unknown, `input_files` is empty, `vocab_size` is too
             small to hold the special tokens, or a line is not valid UTF-8 (naming file and line).
         FileNotFoundError: If an input file does not exist.
-        RuntimeError: From SentencePiece, for example if the text cannot fill `vocab_size`.
+        VocabularyError: If SentencePiece cannot build `vocab_size` pieces from the text, with
+            SentencePiece's reason (the largest or smallest size it could build).
     """
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type must be one of {MODEL_TYPES}, got {model_type!r}")
@@ -108,6 +116,39 @@ def train_sentencepiece(
         sentences = _sample_lines(_iter_lines(paths), input_sentence_size, seed)
     else:
         sentences = list(_iter_lines(paths))
+    try:
+        _train(
+            sentences,
+            prefix,
+            vocab_size,
+            model_type,
+            character_coverage,
+            num_threads,
+            normalization_rule_name,
+            byte_fallback,
+        )
+    except RuntimeError as error:
+        reason = str(error).strip().splitlines()[-1]
+        raise VocabularyError(
+            f"SentencePiece cannot build a vocabulary of {vocab_size} pieces from these "
+            f"{len(sentences):,} sentences: {reason} Choose a vocabulary size it can build "
+            "(data.vocabulary_size in a config)."
+        ) from None
+    files = SentencePieceFiles(Path(f"{prefix}.model"), Path(f"{prefix}.vocab"))
+    logger.info("Trained %s SentencePiece model, %d pieces: %s", model_type, vocab_size, files)
+    return files
+
+
+def _train(
+    sentences,
+    prefix,
+    vocab_size,
+    model_type,
+    character_coverage,
+    num_threads,
+    normalization_rule_name,
+    byte_fallback,
+) -> None:
     spm.SentencePieceTrainer.Train(
         sentence_iterator=iter(sentences),
         model_prefix=str(prefix),
@@ -128,9 +169,6 @@ def train_sentencepiece(
         bos_piece="<s>",
         minloglevel=2,
     )
-    files = SentencePieceFiles(Path(f"{prefix}.model"), Path(f"{prefix}.vocab"))
-    logger.info("Trained %s SentencePiece model, %d pieces: %s", model_type, vocab_size, files)
-    return files
 
 
 def _iter_lines(paths: Sequence[Path]) -> Iterator[str]:

@@ -110,6 +110,21 @@ def checked_token_ids(y_true, y_pred) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         return tf.identity(targets), logits, whole & in_range
 
 
+def numeric_targets(y_true) -> tf.Tensor:
+    """The targets as a tensor, refused at once unless they are numbers.
+
+    Raises:
+        ValueError: If the targets are strings (text not yet tokenised) or another non-number.
+    """
+    targets = tf.convert_to_tensor(y_true)
+    if not (targets.dtype.is_integer or targets.dtype.is_floating):
+        raise ValueError(
+            f"targets must be integer token ids (got dtype {targets.dtype.name}); tokenise "
+            "text with the model's tokenizer first."
+        )
+    return targets
+
+
 def check_sample_weight_shape(sample_weight, y_true, y_pred) -> None:
     """Refuses sample weights that would broadcast onto the wrong tokens.
 
@@ -184,6 +199,7 @@ class TokenLoss(keras.losses.Loss):
         self.pad_id = None if pad_id is None else int(pad_id)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
+        y_true = numeric_targets(y_true)
         if sample_weight is not None:
             check_sample_weight_shape(sample_weight, y_true, y_pred)
             sample_weight = checked_sample_weight(sample_weight)
@@ -257,7 +273,7 @@ class TokenMean(keras.metrics.Mean):
         self.pad_id = None if pad_id is None else int(pad_id)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        targets, logits = token_ids_and_logits(y_true, y_pred)
+        targets, logits = token_ids_and_logits(numeric_targets(y_true), y_pred)
         weights = tf.ones_like(targets, tf.float32)
         if self.pad_id is not None and targets.shape.rank >= 2:
             weights = tf.cast(tf.not_equal(targets, self.pad_id), tf.float32)

@@ -522,8 +522,8 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
         keras.mixed_precision.set_global_policy(config.training.mixed_precision)
     run_dir = worker_run_dir(config)
     check_run_folder(config, run_dir)
+    tokenizer = prepare_tokenizer(config, run_dir)  # may refuse the data: no config.yaml yet
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
-    tokenizer = prepare_tokenizer(config, run_dir)
     dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
     model, schedule = compiled_model(config, tokenizer.vocab_size, strategy)
     fit_callbacks = training_callbacks(

@@ -292,8 +292,12 @@ def export_fails(arguments: list[str], message: str) -> None:
             ["--checkpoint", "{run}/model.keras", "--spm", "{tmp}/garbage"],
             "cannot load the Sentence",
         ),
-        (["--run", "{run}", "--nbest", "5"], "num_hypotheses"),
-        (["--run", "{run}", "--max-source-tokens", "0"], "max_source_tokens"),
+        (["--run", "{run}", "--nbest", "5"], r"nbest must be a whole number in \[1, 4\] \(got 5\)"),
+        (
+            ["--run", "{run}", "--max-output-tokens", "1000000000"],
+            r"max_output_tokens must be a whole number in \[1, \d+\] \(got 1000000000\)\. "
+            r"The model has \d+ positions",
+        ),
     ],
 )
 def test_export_errors_name_the_problem(run_dir, tmp_path, arguments, message):
@@ -302,6 +306,25 @@ def test_export_errors_name_the_problem(run_dir, tmp_path, arguments, message):
 
     export_fails([*arguments, "--out", str(tmp_path / "m" / "1")], message)
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "allowed"),
+    [
+        ("--beam-size", "0", "a whole number in [1, inf)"),
+        ("--max-source-tokens", "0", "a whole number in [1, inf)"),
+        ("--length-penalty", "nan", "a finite number in [0, inf)"),
+        ("--max-length-a", "-1", "a finite number in [0, inf)"),
+    ],
+)
+def test_flags_out_of_range_are_refused_before_any_model_loads(
+    tmp_path, capsys, flag, value, allowed
+):
+    missing = tmp_path / "no-run"  # nothing to load: the flag alone must be refused
+    with pytest.raises(SystemExit) as ended:
+        export_command.main(["--run", str(missing), "--out", str(tmp_path / "1"), flag, value])
+    assert ended.value.code == 2
+    assert f"{flag}: must be {allowed}" in capsys.readouterr().err
 
 
 def test_export_needs_a_new_numbered_version_folder(run_dir, tmp_path):

@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from tfscones.commands.argument_types import in_range, positive_int
+from tfscones.ranges import NON_NEGATIVE
 from tfscones.serving.export import ExportError, ExportSettings, export_run
 from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE
 
@@ -28,26 +30,37 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     inputs.add_argument("--spm", type=Path, help="SentencePiece model (default RUN/spm.model)")
     parser.add_argument("--out", type=Path, required=True, help="BASE/NAME/VERSION to write")
     search = parser.add_argument_group("beam search")
-    search.add_argument("--beam-size", type=int, default=4)
+    search.add_argument("--beam-size", type=positive_int, default=4)
     search.add_argument(
-        "--nbest", type=int, default=4, help="hypotheses the nbest signature returns"
+        "--nbest", type=positive_int, default=4, help="hypotheses the nbest signature returns"
     )
-    search.add_argument("--length-penalty", type=float, default=0.0)
+    search.add_argument("--length-penalty", type=in_range(NON_NEGATIVE), default=0.0)
     limits = parser.add_argument_group("request limits")
-    limits.add_argument("--max-batch-size", type=int, default=DEFAULT_MAX_BATCH_SIZE)
+    limits.add_argument("--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE)
     limits.add_argument(
-        "--max-source-tokens", type=int, help="default: the model's max_sequence_length"
+        "--max-source-tokens", type=positive_int, help="default: the model's max_sequence_length"
     )
     limits.add_argument(
-        "--max-output-tokens", type=int, help="default: the model's max_sequence_length"
+        "--max-output-tokens", type=positive_int, help="default: the model's max_sequence_length"
     )
-    limits.add_argument("--max-length-a", type=float, default=1.5)
-    limits.add_argument("--max-length-b", type=float, default=10.0)
+    limits.add_argument("--max-length-a", type=in_range(NON_NEGATIVE), default=1.5)
+    limits.add_argument("--max-length-b", type=in_range(NON_NEGATIVE), default=10.0)
     return parser.parse_args(argv)
 
 
 def settings_from_arguments(arguments: argparse.Namespace) -> ExportSettings:
-    """The beam settings and request limits the arguments give."""
+    """The beam settings and request limits the arguments give.
+
+    Raises:
+        ExportError: If they do not fit together (`--nbest` above `--beam-size`).
+    """
+    try:
+        return _settings(arguments)
+    except ValueError as error:
+        raise ExportError(str(error)) from None
+
+
+def _settings(arguments: argparse.Namespace) -> ExportSettings:
     return ExportSettings(
         beam_size=arguments.beam_size,
         nbest=arguments.nbest,

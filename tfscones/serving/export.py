@@ -25,6 +25,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from tfscones import ranges
 from tfscones.data import Tokenizer
 from tfscones.models import load_model
 from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE, TranslationModule
@@ -39,6 +40,9 @@ class ExportError(Exception):
 @dataclasses.dataclass(frozen=True)
 class ExportSettings:
     """The beam settings and request limits baked into the exported signatures.
+
+    Checked when made (`tfscones.ranges`), so a bad setting fails before any model loads; the
+    token limits are checked against the model's positions when it loads.
 
     Attributes:
         beam_size: Beam of `translate_beam` and `nbest`.
@@ -59,6 +63,16 @@ class ExportSettings:
     max_output_tokens: int | None = None
     max_length_a: float = 1.5
     max_length_b: float = 10.0
+
+    def __post_init__(self):
+        for name in ("beam_size", "max_batch_size"):
+            ranges.AT_LEAST_ONE.check(name, getattr(self, name))
+        ranges.Range(1, self.beam_size, integer=True).check("nbest", self.nbest)
+        for name in ("max_source_tokens", "max_output_tokens"):
+            if getattr(self, name) is not None:
+                ranges.AT_LEAST_ONE.check(name, getattr(self, name))
+        for name in ("length_penalty", "max_length_a", "max_length_b"):
+            ranges.NON_NEGATIVE.check(name, getattr(self, name))
 
 
 def input_files(

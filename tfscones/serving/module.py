@@ -37,11 +37,11 @@ example) is ignored, and a row that starts with either is empty: ids EOS alone, 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import tensorflow as tf
 
+from tfscones import ranges
 from tfscones.data.preprocessing import padding_mask, teacher_forcing_inputs
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import common
@@ -82,17 +82,20 @@ class RequestLimits:
 
     def __post_init__(self):
         for name in ("max_batch_size", "max_source_tokens", "max_output_tokens"):
-            _check_positive(name, getattr(self, name))
-        _check_positive("max_source_characters", self.max_source_characters)
+            ranges.AT_LEAST_ONE.check(name, getattr(self, name))
+        ranges.AT_LEAST_ONE.check("max_source_characters", self.max_source_characters)
         for name in ("max_length_a", "max_length_b"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be finite and non-negative, got {value}.")
+            ranges.NON_NEGATIVE.check(name, getattr(self, name))
 
+    def check_fits(self, positions: int) -> None:
+        """Refuses token limits beyond a model's position table (`positions` entries).
 
-def _check_positive(name: str, value: int) -> None:
-    if int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        Raises:
+            ValueError: Naming the limit, its value and the allowed range.
+        """
+        fits = ranges.Range(1, positions, integer=True)
+        for name in ("max_source_tokens", "max_output_tokens"):
+            fits.check(name, getattr(self, name), f"The model has {positions} positions.")
 
 
 class TranslationModule(tf.Module):
@@ -161,14 +164,9 @@ class TranslationModule(tf.Module):
                 f"the tokenizer has {tokenizer.vocab_size} pieces but the model's vocabulary "
                 f"has {model.vocabulary_size} entries: they must come from the same run."
             )
-        _check_positive("beam_size", beam_size)
-        _check_positive("num_hypotheses", num_hypotheses)
-        if num_hypotheses > beam_size:
-            raise ValueError(
-                f"num_hypotheses ({num_hypotheses}) must not exceed beam_size ({beam_size})."
-            )
-        if not math.isfinite(length_penalty) or length_penalty < 0:
-            raise ValueError(f"length_penalty must be finite and >= 0, got {length_penalty}.")
+        ranges.AT_LEAST_ONE.check("beam_size", beam_size)
+        ranges.Range(1, beam_size, integer=True).check("num_hypotheses", num_hypotheses)
+        ranges.NON_NEGATIVE.check("length_penalty", length_penalty)
         default_length = model.max_sequence_length
         source_tokens = default_length if max_source_tokens is None else max_source_tokens
         self.limits = RequestLimits(
@@ -183,6 +181,7 @@ class TranslationModule(tf.Module):
             max_length_a=float(max_length_a),
             max_length_b=float(max_length_b),
         )
+        self.limits.check_fits(model.max_sequence_length)
         self.beam_size = int(beam_size)
         self.num_hypotheses = int(num_hypotheses)
         self.length_penalty = float(length_penalty)

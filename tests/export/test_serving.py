@@ -182,16 +182,21 @@ def test_score_equals_step_by_step_teacher_forcing(module, sentences, targets):
         assert length == len(expected)
         np.testing.assert_allclose(output["token_scores"][row, :length], expected, atol=1e-4)
         np.testing.assert_array_equal(output["token_scores"][row, length:], 0.0)
-        np.testing.assert_allclose(output["scores"][row], expected.sum(), atol=1e-3)
+        if output["target_truncated"][row]:  # only its beginning was read: no score
+            assert np.isnan(output["scores"][row])
+        else:
+            np.testing.assert_allclose(output["scores"][row], expected.sum(), atol=1e-3)
     # SCONES: each token's score is log P(z=1 | x, y<i), so it is below 0.
     assert np.all(output["token_scores"].numpy() <= 0.0)
 
 
-def test_score_truncates_long_targets_and_needs_one_target_per_source(module):
+def test_score_never_scores_a_cut_target_and_needs_one_target_per_source(module):
     limit = module.limits.max_output_tokens
-    output = module.score(tf.constant(["Hallo."]), tf.constant(["word " * 500]))
+    output = module.score(tf.constant(["Hallo.", "Hallo."]), tf.constant(["word " * 500, "Hi."]))
+    assert np.isnan(output["scores"][0]) and np.isfinite(output["scores"][1])
+    assert output["target_truncated"].numpy().tolist() == [True, False]
+    assert output["source_truncated"].numpy().tolist() == [False, False]
     assert int(output["lengths"][0]) == limit
-    assert output["token_scores"].shape == [1, limit]
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="as many targets as sources"):
         module.score(tf.constant(["a", "b"]), tf.constant(["a"]))
@@ -241,3 +246,13 @@ def test_every_path_gives_an_empty_source_the_empty_translation(module, sentence
         assert output["ids"][row, 0] == EOS_ID and not np.any(output["ids"][row, 1:])
         assert output["lengths"][row] == 1 and output["scores"][row] == 0.0
     np.testing.assert_array_equal(output["ids"][2], alone["ids"][0])
+
+
+def test_every_text_signature_says_which_sources_it_cut(module, sentences):
+    long = " ".join(sentences * 20)  # more pieces than max_source_tokens
+    huge = "x" * (module.limits.max_source_characters + 1)  # more characters than allowed
+    batch = tf.constant(["Ja.", long, huge])
+    for name in ("translate", "translate_beam", "nbest"):
+        cut = getattr(module, name)(batch)["source_truncated"].numpy().tolist()
+        assert cut == [False, True, True], name
+    assert module.score(batch, batch)["source_truncated"].numpy().tolist() == [False, True, True]

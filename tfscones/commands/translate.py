@@ -12,12 +12,15 @@ translation a line out, in order (greedy search unless told
 otherwise). With `--nbest N`, each sentence gives N lines `index<TAB>score<TAB>translation`,
 best first (for sampling, in the order drawn), as in fairseq's n-best lists; the score is the sum
 of the head's log-scores (divided by the length penalty, if any). An empty input line gives an
-empty output line.
+empty output line. A line longer than the model reads is translated from its first pieces, and
+said so on stderr (each such line, then their count); `--long-lines error` stops instead,
+before anything is translated.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import tensorflow as tf
@@ -26,6 +29,7 @@ from tfscones.commands.argument_types import non_negative_int, positive_int
 from tfscones.data import Tokenizer
 from tfscones.data.text_lines import TextLineError, check_writable, read_lines, write_lines
 from tfscones.decoding import Search, translate, translate_nbest
+from tfscones.decoding.translate import cut_sources
 from tfscones.models import load_model
 
 
@@ -38,6 +42,13 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     parser.add_argument("--input", type=Path, help="source sentences (default: stdin)")
     parser.add_argument("--output", type=Path, help="translations (default: stdout)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument(
+        "--long-lines",
+        choices=("translate", "error"),
+        default="translate",
+        help="a line longer than the model reads: translate its first pieces and say so on "
+        "stderr (default), or stop before translating",
+    )
     search = parser.add_argument_group("search (greedy unless --beam or --sample)")
     search.add_argument(
         "--beam", type=non_negative_int, default=0, help="beam size (0: greedy search)"
@@ -112,16 +123,41 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         model = load_model(arguments.model)
     except (OSError, TextLineError, ValueError, tf.errors.OpError) as error:
         raise SystemExit(f"translate: error: {error}") from None
+    cut = cut_sources(tokenizer, sources, model.max_sequence_length)
+    report_long_lines(cut, len(sources), model.max_sequence_length - 1, arguments.long_lines)
+    search = {"search": arguments.search, "long_sources": "translate"}
     if arguments.nbest:
-        nbest = translate_nbest(model, tokenizer, sources, arguments.batch_size, arguments.search)
+        nbest = translate_nbest(model, tokenizer, sources, arguments.batch_size, **search)
         lines = [
             f"{index}\t{score:.4f}\t{text}"
             for index, hypotheses in enumerate(nbest)
             for text, score in hypotheses
         ]
     else:
-        lines = translate(model, tokenizer, sources, arguments.batch_size, arguments.search)
+        lines = translate(model, tokenizer, sources, arguments.batch_size, **search)
     try:
         write_lines(arguments.output, lines)
     except OSError as error:
         raise SystemExit(f"translate: error: cannot write {arguments.output}: {error}") from None
+    if cut:
+        print(
+            f"translate: {len(cut)} of {len(sources)} lines were longer than the model reads "
+            f"and were translated from their first {model.max_sequence_length - 1} pieces.",
+            file=sys.stderr,
+        )
+
+
+def report_long_lines(cut: dict[int, int], lines: int, kept: int, policy: str) -> None:
+    """One stderr line per line the model cannot read whole; or the refusal of the first."""
+    for index, pieces in cut.items():
+        if policy == "error":
+            raise SystemExit(
+                f"translate: error: line {index + 1}: {pieces:,} pieces, the model reads at "
+                f"most {kept} ({len(cut)} of {lines} lines too long; --long-lines translate "
+                "translates their first pieces)"
+            )
+        print(
+            f"translate: line {index + 1}: {pieces:,} pieces, the model reads {kept}: "
+            f"translating the first {kept}",
+            file=sys.stderr,
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -14,6 +15,8 @@ from tfscones.data.vocab_ids import PAD_ID
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import NBest, Search
 from tfscones.decoding.step import StepModel
+
+logger = logging.getLogger(__name__)
 
 SOURCE_LENGTH_MULTIPLE = 8
 GREEDY = Search()
@@ -89,6 +92,62 @@ def source_ids_for_model(
     return append_eos(tokenizer.tokenize(sentences), max_source_length)
 
 
+def cut_sources(
+    tokenizer: Any, sentences: Sequence[str] | tf.Tensor, max_source_length: int
+) -> dict[int, int]:
+    """The sources longer than a model reads, by index, with their number of pieces.
+
+    A source of more than `max_source_length - 1` pieces is cut to that many (EOS comes last):
+    `source_ids_for_model` keeps its first pieces only.
+    """
+    pieces = tokenizer.tokenize(_as_strings(sentences)).row_lengths().numpy()
+    return {int(i): int(pieces[i]) for i in np.flatnonzero(pieces > max_source_length - 1)}
+
+
+LONG_SOURCES = ("warn", "error", "translate")
+
+
+def check_long_sources(
+    tokenizer: Any, sentences: Sequence[str] | tf.Tensor, max_source_length: int, policy: str
+) -> dict[int, int]:
+    """Applies `policy` to the sources a model would cut (`cut_sources`); returns them.
+
+    Args:
+        tokenizer: The model's tokenizer.
+        sentences: The sources.
+        max_source_length: Tokens the model reads, EOS included.
+        policy: `warn` logs one warning (how many, which) and translates the first pieces,
+            `error` refuses before any decoding, `translate` says nothing (for callers that
+            report the returned sources themselves).
+
+    Raises:
+        ValueError: For `error`, naming the first source too long and its length; for an
+            unknown policy.
+    """
+    if policy not in LONG_SOURCES:
+        raise ValueError(f"long_sources must be one of {', '.join(LONG_SOURCES)} (got {policy!r}).")
+    cut = cut_sources(tokenizer, sentences, max_source_length)
+    if cut and policy == "error":
+        index, pieces = next(iter(cut.items()))
+        raise ValueError(
+            f"sentence {index} has {pieces:,} pieces; the model reads at most "
+            f"{max_source_length - 1} and EOS ({len(cut)} sentence(s) too long)."
+        )
+    if cut and policy == "warn":
+        shown = ", ".join(str(index) for index in list(cut)[:10])
+        logger.warning(
+            "%d of %d sentences are longer than the model reads (%d pieces and EOS); each was "
+            "translated from its first %d pieces: sentences %s%s",
+            len(cut),
+            len(sentences),
+            max_source_length - 1,
+            max_source_length - 1,
+            shown,
+            ", ..." if len(cut) > 10 else "",
+        )
+    return cut
+
+
 def translate(
     model: StepModel,
     tokenizer: Any,
@@ -96,11 +155,14 @@ def translate(
     batch_size: int = 64,
     search: Search = GREEDY,
     jit_compile: bool = False,
+    long_sources: str = "warn",
 ) -> list[str]:
     """Translates sentences, batch by batch; greedy search unless `search` says otherwise.
 
-    Sources are tokenised with EOS appended, as the training pipeline does, and truncated to
-    `model.max_sequence_length` tokens (EOS kept last). They are sorted by length before
+    Sources are tokenised with EOS appended, as the training pipeline does; one longer than
+    `model.max_sequence_length` tokens is translated from its first pieces (EOS kept last) and
+    reported as `long_sources` says (`check_long_sources`: a warning by default). An empty or
+    whitespace-only sentence translates to the empty string. They are sorted by length before
     batching, so that a batch holds sources of similar lengths, and each batch is padded with 0
     to a multiple of 8 tokens, so that an XLA-compiled decoder compiles for few shapes. The
     outputs come back in the order of the inputs. The decoding function is
@@ -121,18 +183,21 @@ def translate(
         batch_size: Sentences decoded together.
         search: The decoding strategy; its first hypothesis is the translation.
         jit_compile: Whether to compile the decoder with XLA (worth it on accelerators).
+        long_sources: What to do with sources longer than the model reads: `warn`, `error`
+            or `translate` (see `check_long_sources`).
 
     Returns:
         One translation per sentence, in order.
 
     Raises:
         TypeError: If `sentences` is one string, or holds something other than strings.
-        ValueError: If `batch_size` is not positive or `sentences` is not one-dimensional.
+        ValueError: If `batch_size` is not positive, `sentences` is not one-dimensional, or a
+            source is too long under `long_sources="error"`.
     """
     return [
         hypotheses[0][0]
         for hypotheses in translate_nbest(
-            model, tokenizer, sentences, batch_size, search, jit_compile
+            model, tokenizer, sentences, batch_size, search, jit_compile, long_sources=long_sources
         )
     ]
 
@@ -145,6 +210,7 @@ def translate_nbest(
     search: Search = BEAM_4_BEST_4,
     jit_compile: bool = False,
     decoder: Decoder = run_search,
+    long_sources: str = "warn",
 ) -> list[list[tuple[str, float]]]:
     """Every hypothesis of `search` for each sentence, as `(text, score)` pairs, best first.
 
@@ -160,6 +226,7 @@ def translate_nbest(
         jit_compile: Whether to compile the decoder with XLA.
         decoder: How the search runs (see `compiled_search`); `tfscones.decoding.decode_experts`
             gives every expert's hypotheses, grouped by expert.
+        long_sources: What to do with sources longer than the model reads (see `translate`).
 
     Returns:
         Per sentence, in order, a list of `(translation, score)`.
@@ -171,6 +238,7 @@ def translate_nbest(
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}.")
     strings = _as_strings(sentences)
+    check_long_sources(tokenizer, strings, model.max_sequence_length, long_sources)
     results: list[list[tuple[str, float]]] = [[] for _ in range(strings.shape[0])]
     decode = compiled_search(model, search, jit_compile, decoder)
     for indices, output in _decoded_batches(model, tokenizer, strings, batch_size, decode):

@@ -6,13 +6,15 @@ sentences, so a server needs nothing but TensorFlow and tensorflow-text (whose o
 TF Serving links) to run them; SentencePiece runs inside the graph.
 
 Signatures (all take a batch; "string" is UTF-8 text; `translate` is the default):
-- `translate(source: string [b])`: greedy search; `translations` string `[b]`, `scores` `[b]`.
+- `translate(source: string [b])`: greedy search; `translations` string `[b]`, `scores` `[b]`,
+  `source_truncated` bool `[b]` (every signature that takes text returns it).
 - `translate_beam(source)`: beam search; `translations` `[b]`, `scores` (ranking score, with the
   length penalty) and `log_scores` `[b]`.
 - `nbest(source)`: `translations` `[b, n]`, `scores` and `log_scores` `[b, n]`, best first.
 - `translate_ids(source_ids: int32 [b, L])`: greedy; `ids` `[b, T]`, `lengths`, `scores` `[b]`.
 - `score(source, target: string [b])`: `scores` `[b]` (sum of the head's log scores of the
-  target's tokens, EOS included), `token_scores` `[b, T]` and `lengths` `[b]`.
+  target's tokens, EOS included; NaN for a target over the limits, with `target_truncated`
+  true), `token_scores` `[b, T]` and `lengths` `[b]`.
 - `translate_experts(source)`, for a `LatentExpertTransformer` only: every expert's greedy
   translation in one batched call (Shen et al. 2019); `translations` `[b, K]`, `scores` `[b, K]`.
 
@@ -20,7 +22,8 @@ Request limits (`RequestLimits`), fixed when the module is built:
 - Sentences per request: at most `max_batch_size`; a larger request fails with an
   `InvalidArgumentError` that names the limit. Nothing is decoded for it.
 - Source length: sentences are tokenised as in training (pieces, then EOS) and cut to
-  `max_source_tokens` tokens, EOS kept last; the pieces after the limit are dropped silently.
+  `max_source_tokens` tokens, EOS kept last, and `source_truncated` is true for each source
+  cut (by tokens or characters): its beginning is translated, and the response says so.
   Before tokenising, text is cut to `max_source_characters` characters (by default 32 a token),
   which bounds the tokeniser's work on huge inputs; ordinary text loses no token to it.
 - Output length: at most `max_output_tokens` tokens, EOS included, and at most
@@ -37,12 +40,13 @@ example) is ignored, and a row that starts with either is empty: ids EOS alone, 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
 from tfscones import ranges
-from tfscones.data.preprocessing import padding_mask, teacher_forcing_inputs
+from tfscones.data.preprocessing import append_eos, padding_mask, teacher_forcing_inputs
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.beam import BeamOutput, beam_search
@@ -50,7 +54,6 @@ from tfscones.decoding.experts import decode_experts
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.decoding.search import Search
 from tfscones.decoding.step import FrozenStepModel
-from tfscones.decoding.translate import source_ids_for_model
 from tfscones.models.latent_experts import LatentExpertTransformer
 
 DEFAULT_MAX_BATCH_SIZE = 64
@@ -206,14 +209,17 @@ class TranslationModule(tf.Module):
             source: string `[batch]`.
 
         Returns:
-            `translations` string `[batch]` and `scores` float32 `[batch]`, the sum of the
-            head's log scores of the output tokens.
+            `translations` string `[batch]`, `scores` float32 `[batch]`, the sum of the
+            head's log scores of the output tokens, and `source_truncated` bool `[batch]`,
+            whether the source was longer than `max_source_characters` or `max_source_tokens`
+            and only its beginning was translated.
         """
-        source_ids, has_text = self._source_ids(source)
-        output = greedy_decode(self.decoding_model, source_ids, **self._length_arguments())
+        sources = self._source_ids(source)
+        output = greedy_decode(self.decoding_model, sources.ids, **self._length_arguments())
         return {
-            "translations": self._texts(output.ids, has_text),
-            "scores": _blank(output.scores, has_text, 0.0),
+            "translations": self._texts(output.ids, sources.has_text),
+            "scores": _blank(output.scores, sources.has_text, 0.0),
+            "source_truncated": sources.truncated,
         }
 
     @tf.function(input_signature=[_STRINGS], autograph=False)
@@ -225,11 +231,11 @@ class TranslationModule(tf.Module):
 
         Returns:
             `translations` string `[batch]`, `scores` float32 `[batch]` (the ranking score,
-            log score over the length penalty) and `log_scores` float32 `[batch]` (the sum of
-            the head's log scores).
+            log score over the length penalty), `log_scores` float32 `[batch]` (the sum of
+            the head's log scores) and `source_truncated` as in `translate`.
         """
-        output, has_text = self._beam_search(source, num_hypotheses=1)
-        return self._hypotheses(output, has_text, lambda t: t[:, 0])
+        output, sources = self._beam_search(source, num_hypotheses=1)
+        return self._hypotheses(output, sources, lambda t: t[:, 0])
 
     @tf.function(input_signature=[_STRINGS], autograph=False)
     def nbest(self, source: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -239,12 +245,12 @@ class TranslationModule(tf.Module):
             source: string `[batch]`.
 
         Returns:
-            `translations` string `[batch, num_hypotheses]`, and `scores` and `log_scores`
-            float32 `[batch, num_hypotheses]` as in `translate_beam`. A slot that holds no
-            hypothesis (possible only with a sparse entmax head) is empty with score -inf.
+            `translations` string `[batch, num_hypotheses]`, `scores` and `log_scores` float32
+            `[batch, num_hypotheses]` and `source_truncated` as in `translate_beam`. A slot that
+            holds no hypothesis (possible only with a sparse entmax head) is empty with score -inf.
         """
-        output, has_text = self._beam_search(source, num_hypotheses=self.num_hypotheses)
-        return self._hypotheses(output, has_text, lambda t: t)
+        output, sources = self._beam_search(source, num_hypotheses=self.num_hypotheses)
+        return self._hypotheses(output, sources, lambda t: t)
 
     @tf.function(input_signature=[_STRINGS], autograph=False)
     def translate_experts(self, source: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -257,19 +263,23 @@ class TranslationModule(tf.Module):
             source: string `[batch]`.
 
         Returns:
-            `translations` string `[batch, K]` and `scores` float32 `[batch, K]`, the sum of
-            the head's log scores of each expert's output tokens.
+            `translations` string `[batch, K]`, `scores` float32 `[batch, K]`, the sum of
+            the head's log scores of each expert's output tokens, and `source_truncated` as in
+            `translate`.
 
         Raises:
             TypeError: If the model has no latent experts.
         """
         if not isinstance(self.model, LatentExpertTransformer):
             raise TypeError("translate_experts needs a LatentExpertTransformer.")
-        source_ids, has_text = self._source_ids(source)
-        output = decode_experts(self.decoding_model, source_ids, Search(**self._length_arguments()))
+        sources = self._source_ids(source)
+        output = decode_experts(
+            self.decoding_model, sources.ids, Search(**self._length_arguments())
+        )
         return {
-            "translations": self._texts(output.ids, has_text),
-            "scores": _blank(output.scores, has_text, 0.0),
+            "translations": self._texts(output.ids, sources.has_text),
+            "scores": _blank(output.scores, sources.has_text, 0.0),
+            "source_truncated": sources.truncated,
         }
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], autograph=False)
@@ -299,11 +309,13 @@ class TranslationModule(tf.Module):
     def score(self, source: tf.Tensor, target: tf.Tensor) -> dict[str, tf.Tensor]:
         """How well each target translates its source, with one teacher-forced model call.
 
-        A target is tokenised like a training target (pieces, then EOS), truncated to
-        `max_output_tokens` tokens with EOS kept. Its score is the sum over its tokens, EOS
-        included, of the head's log scores (`model.head.log_scores`): the log-probability under
-        softmax, log P(z=1 | x, y) summed over tokens under the SCONES sigmoid head, -inf for a
-        token outside an entmax head's support. Rank or filter candidates with it.
+        A target is tokenised like a training target (pieces, then EOS). One longer than
+        `max_output_tokens` tokens (or `max_source_characters` characters) is not scored: its
+        score is NaN and `target_truncated` says why, never the score of its beginning. A
+        score is the sum over the target's tokens, EOS included, of the head's log scores
+        (`model.head.log_scores`): the log-probability under softmax, log P(z=1 | x, y)
+        summed over tokens under the SCONES sigmoid head, -inf for a token outside an entmax
+        head's support. Rank or filter candidates with it.
 
         Args:
             source: string `[batch]`.
@@ -311,7 +323,9 @@ class TranslationModule(tf.Module):
 
         Returns:
             `scores` float32 `[batch]`, `token_scores` float32 `[batch, T]` (0 after each
-            target's end) and `lengths` int32 `[batch]`, the target tokens scored.
+            target's end), `lengths` int32 `[batch]`, the target tokens scored, and
+            `source_truncated` and `target_truncated` bool `[batch]`: a source is translated
+            from its beginning (as in `translate`), a cut target gets score NaN.
         """
         check = tf.debugging.assert_equal(
             tf.size(source),
@@ -319,30 +333,35 @@ class TranslationModule(tf.Module):
             message="score needs as many targets as sources",
         )
         with tf.control_dependencies([check]):
-            source_ids, _ = self._source_ids(source)
-            target_out = source_ids_for_model(
-                self.tokenizer, _clean_text(target, self.limits), self.limits.max_output_tokens
-            )
-        return _teacher_forced_scores(self.model, source_ids, target_out)
+            sources = self._source_ids(source)
+            targets = self._tokenised(target, self.limits.max_output_tokens)
+        scored = _teacher_forced_scores(self.model, sources.ids, targets.ids)
+        scored["scores"] = tf.where(targets.truncated, math.nan, scored["scores"])
+        return {
+            **scored,
+            "source_truncated": sources.truncated,
+            "target_truncated": targets.truncated,
+        }
 
-    def _beam_search(self, source: tf.Tensor, num_hypotheses: int) -> tuple[BeamOutput, tf.Tensor]:
-        source_ids, has_text = self._source_ids(source)
+    def _beam_search(self, source: tf.Tensor, num_hypotheses: int) -> tuple[BeamOutput, Sources]:
+        sources = self._source_ids(source)
         output = beam_search(
             self.decoding_model,
-            source_ids,
+            sources.ids,
             beam_size=self.beam_size,
             num_hypotheses=num_hypotheses,
             length_penalty=self.length_penalty,
             **self._length_arguments(),
         )
-        return output, has_text
+        return output, sources
 
-    def _hypotheses(self, output: BeamOutput, has_text: tf.Tensor, select) -> dict[str, tf.Tensor]:
+    def _hypotheses(self, output: BeamOutput, sources: Sources, select) -> dict[str, tf.Tensor]:
         """Texts and scores of the hypotheses `select` picks; empty, score 0, for empty sources."""
         return {
-            "translations": self._texts(select(output.ids), has_text),
-            "scores": _blank(select(output.scores), has_text, 0.0),
-            "log_scores": _blank(select(output.log_scores), has_text, 0.0),
+            "translations": self._texts(select(output.ids), sources.has_text),
+            "scores": _blank(select(output.scores), sources.has_text, 0.0),
+            "log_scores": _blank(select(output.log_scores), sources.has_text, 0.0),
+            "source_truncated": sources.truncated,
         }
 
     def _length_arguments(self) -> dict[str, Any]:
@@ -381,18 +400,43 @@ class TranslationModule(tf.Module):
             ),
         ]
 
-    def _source_ids(self, source: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """Dense source ids `[batch, length]` and whether each source has any piece."""
+    def _source_ids(self, source: tf.Tensor) -> Sources:
+        """Dense source ids `[batch, length]`, whether each has a piece, whether it was cut."""
         with tf.control_dependencies([self._check_batch_size(tf.size(source))]):
-            text = _clean_text(source, self.limits)
-        ids = source_ids_for_model(self.tokenizer, text, self.limits.max_source_tokens)
-        ids = ids.to_tensor(default_value=PAD_ID)
-        return ids, common.has_text(ids)
+            tokenised = self._tokenised(source, self.limits.max_source_tokens)
+        ids = tokenised.ids.to_tensor(default_value=PAD_ID)
+        return Sources(ids, common.has_text(ids), tokenised.truncated)
+
+    def _tokenised(self, strings: tf.Tensor, max_tokens: int) -> Sources:
+        """Ragged ids (pieces then EOS, at most `max_tokens`) and whether a string was cut.
+
+        A string is cut if it has more than `max_source_characters` characters or more
+        pieces than `max_tokens - 1`.
+        """
+        text, characters_cut = _clean_text(strings, self.limits)
+        pieces = self.tokenizer.tokenize(text)
+        tokens_cut = pieces.row_lengths() > max_tokens - 1
+        ids = append_eos(pieces, max_tokens)
+        return Sources(ids, None, characters_cut | tokens_cut)
 
     def _texts(self, ids: tf.Tensor, has_text: tf.Tensor) -> tf.Tensor:
         """Detokenised ids `[batch, ..., length]`, empty where the source was empty."""
         rows = self.tokenizer.detokenize(tf.reshape(ids, [-1, tf.shape(ids)[-1]]))
         return _blank(tf.reshape(rows, tf.shape(ids)[:-1]), has_text, "")
+
+
+class Sources(NamedTuple):
+    """Tokenised strings of a request.
+
+    Attributes:
+        ids: int32 ids, pieces then EOS (dense `[batch, length]` or ragged).
+        has_text: bool `[batch]`, whether a source has a piece (None for targets).
+        truncated: bool `[batch]`, whether a string was longer than the limits and cut.
+    """
+
+    ids: tf.Tensor | tf.RaggedTensor
+    has_text: tf.Tensor | None
+    truncated: tf.Tensor
 
 
 def _blank(values: tf.Tensor, has_text: tf.Tensor, empty: Any) -> tf.Tensor:
@@ -401,12 +445,18 @@ def _blank(values: tf.Tensor, has_text: tf.Tensor, empty: Any) -> tf.Tensor:
     return tf.where(mask, values, empty)
 
 
-def _clean_text(strings: tf.Tensor, limits: RequestLimits) -> tf.Tensor:
-    """Valid UTF-8 (bad bytes become U+FFFD), cut to `max_source_characters` characters."""
+def _clean_text(strings: tf.Tensor, limits: RequestLimits) -> tuple[tf.Tensor, tf.Tensor]:
+    """Valid UTF-8 (bad bytes become U+FFFD) cut to `max_source_characters` characters.
+
+    Returns:
+        The strings, and bool `[batch]`: whether each was cut.
+    """
     valid = tf.strings.unicode_transcode(
         strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
-    return tf.strings.substr(valid, 0, limits.max_source_characters, unit="UTF8_CHAR")
+    limit = limits.max_source_characters
+    cut = tf.strings.length(valid, unit="UTF8_CHAR") > limit
+    return tf.strings.substr(valid, 0, limit, unit="UTF8_CHAR"), cut
 
 
 def _cut_after_end(source_ids: tf.Tensor) -> tf.Tensor:

@@ -91,6 +91,18 @@ def test_blank_lines_skipped_keep_pairs_aligned(files, caplog):
     assert "Skipped 3 of 6 pairs" in caplog.text
 
 
+def test_skipped_lines_are_warned_about_once_until_a_file_changes(files, caplog):
+    source, target = files([b"eins", b"", b"drei"], [b"one", b"two", b"three"])
+    with caplog.at_level(logging.WARNING, logger="tfscones.data.parallel_text"):
+        for _ in range(3):  # a run reads its files to check them, for SentencePiece, to train
+            assert read_parallel_text(source, target, on_bad_line="skip").num_skipped == 1
+        assert caplog.text.count("Skipped 1 of 3 pairs") == 1
+
+        target.write_bytes(b"one\n\nthree, changed\n")
+        read_parallel_text(source, target, on_bad_line="skip")
+    assert caplog.text.count("Skipped 1 of 3 pairs") == 2
+
+
 def test_invalid_utf8_is_an_error_naming_file_line_and_bytes(files):
     source, target = files([b"eins", b"zwei", b"dr\xffei"], [b"one", b"two", b"three"])
     with pytest.raises(ParallelTextError) as error:

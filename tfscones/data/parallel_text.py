@@ -115,7 +115,8 @@ def read_parallel_text(
         target_file: Target sentences, aligned line by line with `source_file`.
         on_bad_line: What an empty or whitespace-only line, or one that is not valid UTF-8,
             does: "error" raises at the first one; "skip" drops its pair (both sides), logs a
-            warning with the count, and records it in `ParallelText.skipped_line_numbers`.
+            warning with the count (once per process for files that have not changed), and
+            records it in `ParallelText.skipped_line_numbers`.
 
     Returns:
         The checked files.
@@ -154,7 +155,7 @@ def read_parallel_text(
             skipped.append(line_number)
 
     corpus = ParallelText(source, target, num_source, tuple(bad_lines), tuple(skipped))
-    if skipped:
+    if skipped and _first_report(source, target):
         logger.warning(
             "Skipped %d of %d pairs of %s / %s with bad lines; first: %s",
             corpus.num_skipped,
@@ -166,6 +167,24 @@ def read_parallel_text(
     if corpus.num_pairs == 0:
         raise ParallelTextError(f"No usable sentence pairs in {source} / {target}")
     return corpus
+
+
+_REPORTED: set[tuple] = set()
+
+
+def _first_report(*paths: Path) -> bool:
+    """Whether these files, as they are now, are reported for the first time in this process.
+
+    A run reads its training files several times (to check them, for SentencePiece, for
+    training); their skipped lines are worth one warning, and another once a file changes.
+    """
+    key = tuple(
+        (str(path.resolve()), path.stat().st_mtime_ns, path.stat().st_size) for path in paths
+    )
+    if key in _REPORTED:
+        return False
+    _REPORTED.add(key)
+    return True
 
 
 def read_sentence_pairs(

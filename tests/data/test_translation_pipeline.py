@@ -137,6 +137,45 @@ def test_seeded_shuffle_is_reproducible_and_repeat_continues(synthetic_tokenizer
     assert len(first_sources(1, count=3 * one_epoch, repeat=True)) == 3 * one_epoch
 
 
+def test_a_resumed_pipeline_draws_the_batches_of_the_uninterrupted_one(
+    synthetic_tokenizer, synthetic_pairs
+):
+    """A resumed run builds the pipeline anew and skips what it consumed, then `fit` makes a
+    new iterator for the epochs after the interrupted one: the stream must not depend on that."""
+    pairs = tf.data.Dataset.from_tensor_slices(
+        ([s for s, _ in synthetic_pairs], [t for _, t in synthetic_pairs])
+    )
+
+    def pipeline():
+        return translation_dataset(
+            pairs,
+            synthetic_tokenizer,
+            tokens_per_batch=128,
+            max_length=30,
+            shuffle_buffer_size=400,
+            repeat=True,
+            seed=3,
+        )
+
+    def sources(batches, count):
+        return [f["source_ids"].tolist() for f, _ in batches.take(count).as_numpy_iterator()]
+
+    one_epoch = sum(
+        1
+        for _ in translation_dataset(
+            pairs, synthetic_tokenizer, tokens_per_batch=128, max_length=30
+        )
+    )
+    uninterrupted = sources(pipeline(), 3 * one_epoch)
+    killed_at, epoch_end = one_epoch // 2, one_epoch
+    resumed = pipeline().skip(killed_at)
+    first_fit = sources(resumed, epoch_end - killed_at)
+    second_fit = sources(resumed.skip(epoch_end - killed_at), 2 * one_epoch)
+
+    assert first_fit + second_fit == uninterrupted[killed_at:]
+    assert uninterrupted[:one_epoch] != uninterrupted[one_epoch : 2 * one_epoch]  # reshuffled
+
+
 def test_static_shapes_for_tpu(synthetic_tokenizer, synthetic_pairs):
     pairs = tf.data.Dataset.from_tensor_slices(
         ([s for s, _ in synthetic_pairs], [t for _, t in synthetic_pairs])

@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -10,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import keras
+import numpy as np
 import pytest
 
 from tfscones.commands import demo, translate
@@ -103,7 +106,7 @@ def wait_for_backup(backup_dir: Path, process: subprocess.Popen, timeout: float)
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_from_its_backup_and_finishes_with_the_same_steps(
+def test_killed_run_resumes_from_its_backup_and_ends_as_the_uninterrupted_run(
     tiny_overrides, tmp_path
 ):
     overrides = tiny_overrides + [
@@ -137,6 +140,53 @@ def test_killed_run_resumes_from_its_backup_and_finishes_with_the_same_steps(
     assert json.loads((run_dir / "results.json").read_text())["steps"] == 60
     # The CSV log is appended to: a resumed run adds only the epochs the first one did not finish.
     assert [row["epoch"] for row in read_history(run_dir)] == ["0", "1", "2"]
+
+    # Resumed mid-epoch on the batches the killed run had not drawn: the uninterrupted run's
+    # weights, bit for bit on one device, and its dev BLEU.
+    uninterrupted = tmp_path / "uninterrupted"
+    third = subprocess.run(
+        training_command([*overrides, f"output_dir={uninterrupted}"]),
+        cwd=REPOSITORY,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert third.returncode == 0, third.stderr[-3000:]
+    resumed_weights = keras.models.load_model(run_dir / "checkpoints" / "last.keras").get_weights()
+    expected = keras.models.load_model(uninterrupted / "checkpoints" / "last.keras").get_weights()
+    for resumed, weights in zip(resumed_weights, expected, strict=True):
+        np.testing.assert_array_equal(resumed, weights)
+    assert [row["val_bleu"] for row in read_history(run_dir)] == [
+        row["val_bleu"] for row in read_history(uninterrupted)
+    ]
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_with_where_the_last_backup_is(tiny_overrides, tmp_path):
+    overrides = tiny_overrides + ["training.steps=400", "training.backup_every_steps=5"]
+    run_dir = tmp_path / "run"
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    process = subprocess.Popen(
+        training_command(overrides),
+        cwd=REPOSITORY,
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    (run_dir / "backup").mkdir(parents=True, exist_ok=True)
+    wait_for_backup(run_dir / "backup", process, timeout=300)
+    time.sleep(1)
+    process.send_signal(signal.SIGINT)
+    _, errors = process.communicate(timeout=120)
+
+    assert process.returncode == 1 and "Traceback" not in errors
+    last_line = errors.strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"interrupted: the last backup is at step [\d,]+ in {re.escape(str(run_dir))}/backup; "
+        "the same command resumes from it.",
+        last_line,
+    ), last_line
 
 
 def free_ports(count: int) -> list[int]:

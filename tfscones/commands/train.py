@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from pathlib import Path
 
 from tfscones.data import ParallelTextError, VocabularyError
 from tfscones.data.text_lines import TextLineError
 from tfscones.training import runner
+from tfscones.training.callbacks import backed_up_step
 from tfscones.training.config import ConfigError, load_config, locate, shipped_configs
 from tfscones.training.run_folder import RunFolderError
 
@@ -41,9 +43,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     if arguments.list_configs:
         print("\n".join(sorted(shipped_configs())))
         return
+    config = None
     try:
         config = load_config(arguments.config, arguments.overrides)
         results = runner.train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(interrupted_message(config and config.run_dir)) from None
     except ConfigError as error:
         located = locate(error, arguments.config, arguments.overrides)
         raise SystemExit(f"config error: {located}") from None
@@ -52,3 +57,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     except (ParallelTextError, TextLineError, VocabularyError, FileNotFoundError) as error:
         raise SystemExit(f"data error: {error}") from None
     print(json.dumps(results, indent=2))
+
+
+def interrupted_message(run_dir: Path | None) -> str:
+    """What a user who pressed Ctrl-C needs: where the last backup is and how to resume."""
+    if run_dir is None:
+        return "interrupted before training started."
+    step = backed_up_step(run_dir / "backup")
+    if step is None:
+        return f"interrupted before the first backup: nothing in {run_dir} to resume from."
+    return (
+        f"interrupted: the last backup is at step {step:,} in {run_dir / 'backup'}; the same "
+        "command resumes from it."
+    )

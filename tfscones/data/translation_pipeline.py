@@ -81,10 +81,7 @@ def translation_dataset(
             f"bucket_lengths {list(bucket_lengths)} cannot hold max_length={max_length} pieces "
             "plus EOS/BOS"
         )
-    if shuffle_buffer_size > 0:
-        pairs = pairs.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        pairs = pairs.repeat()
+    pairs = shuffled_epochs(pairs, shuffle_buffer_size, seed, repeat)
     pieces = pairs.map(
         lambda source, target: (tokenizer.tokenize(source), target_tokenizer.tokenize(target)),
         num_parallel_calls=tf.data.AUTOTUNE,
@@ -102,6 +99,34 @@ def translation_dataset(
         drop_remainder=drop_remainder,
     )
     return batches.prefetch(tf.data.AUTOTUNE)
+
+
+SEED_STRIDE = 1_000_003
+"""Data epoch e of a seeded, repeated pipeline is shuffled with seed `seed * SEED_STRIDE + e`."""
+
+
+def shuffled_epochs(
+    pairs: tf.data.Dataset, shuffle_buffer_size: int, seed: int | None, repeat: bool
+) -> tf.data.Dataset:
+    """The pairs shuffled (each pass over them anew) and, with `repeat`, repeated forever.
+
+    With a seed and `repeat`, the order of each pass (data epoch) depends only on the seed and
+    the pass's number, not on how many iterators the dataset has had: `skip(n)` of a new
+    pipeline gives the batches an uninterrupted run drew after its n-th, which is how a killed
+    run resumes on the same data (`tfscones.training.runner.fit`). A shuffle with
+    `reshuffle_each_iteration` would draw another order for each new iterator.
+    """
+    if shuffle_buffer_size <= 0:
+        return pairs.repeat() if repeat else pairs
+    if seed is None or not repeat:
+        shuffled = pairs.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+        return shuffled.repeat() if repeat else shuffled
+    seed = tf.constant(seed, tf.int64)
+    return tf.data.Dataset.counter().flat_map(
+        lambda epoch: pairs.shuffle(
+            shuffle_buffer_size, seed=seed * SEED_STRIDE + epoch, reshuffle_each_iteration=False
+        )
+    )
 
 
 def model_example(

@@ -74,6 +74,8 @@ class StepBackup(keras.callbacks.Callback):
         model.load_weights(self.path)
         if self.state_path.exists():
             states = json.loads(self.state_path.read_text(encoding="utf-8"))
+            if isinstance(states, dict):  # {"step": N, "companions": [...]}; a list before
+                states = states["companions"]
             for companion, state in zip(self.companions, states, strict=False):
                 companion.restore_state(state)
         steps = int(model.optimizer.iterations.numpy())
@@ -95,11 +97,23 @@ class StepBackup(keras.callbacks.Callback):
         self.directory.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name("saving.weights.h5")
         self.model.save_weights(temporary)
-        states = [companion.backup_state() for companion in self.companions]
+        states = {
+            "step": int(self.model.optimizer.iterations.numpy()),
+            "companions": [companion.backup_state() for companion in self.companions],
+        }
         temporary_state = self.state_path.with_name("saving.json")
         temporary_state.write_text(json.dumps(states), encoding="utf-8")
         os.replace(temporary, self.path)
         os.replace(temporary_state, self.state_path)
+
+
+def backed_up_step(directory: str | Path) -> int | None:
+    """The step of a `StepBackup`'s latest backup in `directory`; None if it has none (yet)."""
+    state_path = Path(directory) / "latest.json"
+    if not state_path.exists():
+        return None
+    states = json.loads(state_path.read_text(encoding="utf-8"))
+    return states.get("step") if isinstance(states, dict) else None
 
 
 class BleuEvaluation(keras.callbacks.Callback):

@@ -298,6 +298,10 @@ def export_fails(arguments: list[str], message: str) -> None:
             r"max_output_tokens must be a whole number in \[1, \d+\] \(got 1000000000\)\. "
             r"The model has \d+ positions",
         ),
+        (
+            ["--run", "{run}", "--max-batch-size", "10000000", "--max-request-gib", "1"],
+            r"needs about [\d.]+ GiB of decoder state, over max_request_bytes \(1.00 GiB\)",
+        ),
     ],
 )
 def test_export_errors_name_the_problem(run_dir, tmp_path, arguments, message):
@@ -315,6 +319,7 @@ def test_export_errors_name_the_problem(run_dir, tmp_path, arguments, message):
         ("--max-source-tokens", "0", "a whole number in [1, inf)"),
         ("--length-penalty", "nan", "a finite number in [0, inf)"),
         ("--max-length-a", "-1", "a finite number in [0, inf)"),
+        ("--max-request-gib", "0", "a finite number in (0, inf)"),
     ],
 )
 def test_flags_out_of_range_are_refused_before_any_model_loads(

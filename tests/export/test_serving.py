@@ -14,6 +14,9 @@ from tfscones.decoding import (
 )
 from tfscones.decoding.beam import beam_search
 from tfscones.serving import TranslationModule
+from tfscones.serving.module import decoder_state_bytes
+
+BEAM = 4
 
 
 def texts(tensor) -> list[str]:
@@ -256,3 +259,22 @@ def test_every_text_signature_says_which_sources_it_cut(module, sentences):
         cut = getattr(module, name)(batch)["source_truncated"].numpy().tolist()
         assert cut == [False, True, True], name
     assert module.score(batch, batch)["source_truncated"].numpy().tolist() == [False, True, True]
+
+
+def test_settings_whose_full_request_exceeds_the_memory_budget_are_refused(model, tokenizer):
+    one_sentence = decoder_state_bytes(
+        model, BEAM, model.max_sequence_length, model.max_sequence_length
+    )
+    # 4 bytes x beams x (2 caches x layers x width x (source + output positions) + vocabulary)
+    caches = 2 * model.num_decoder_layers * model.hidden_dim * 2 * model.max_sequence_length
+    assert one_sentence == 4 * BEAM * (caches + model.vocabulary_size)
+
+    budget = 10 * one_sentence
+    fits = TranslationModule(
+        model, tokenizer, beam_size=BEAM, max_batch_size=10, max_request_bytes=budget
+    )
+    assert fits.limits.max_request_bytes == budget
+    with pytest.raises(ValueError, match=r"a full request \(11 sentences x 4 beams .*GiB"):
+        TranslationModule(
+            model, tokenizer, beam_size=BEAM, max_batch_size=11, max_request_bytes=budget
+        )

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 from tfscones.commands.argument_types import in_range, positive_int
-from tfscones.ranges import NON_NEGATIVE
+from tfscones.ranges import NON_NEGATIVE, POSITIVE
 from tfscones.serving.export import ExportError, ExportSettings, export_run
-from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE
+from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -45,6 +45,12 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     )
     limits.add_argument("--max-length-a", type=in_range(NON_NEGATIVE), default=1.5)
     limits.add_argument("--max-length-b", type=in_range(NON_NEGATIVE), default=10.0)
+    limits.add_argument(
+        "--max-request-gib",
+        type=in_range(POSITIVE),
+        default=DEFAULT_MAX_REQUEST_BYTES / 2**30,
+        help="memory a full request's decoder state may take (default 2)",
+    )
     return parser.parse_args(argv)
 
 
@@ -70,6 +76,7 @@ def _settings(arguments: argparse.Namespace) -> ExportSettings:
         max_output_tokens=arguments.max_output_tokens,
         max_length_a=arguments.max_length_a,
         max_length_b=arguments.max_length_b,
+        max_request_bytes=round(arguments.max_request_gib * 2**30),
     )
 
 

@@ -28,7 +28,11 @@ import tensorflow as tf
 from tfscones import ranges
 from tfscones.data import Tokenizer
 from tfscones.models import load_model
-from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE, TranslationModule
+from tfscones.serving.module import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_REQUEST_BYTES,
+    TranslationModule,
+)
 
 EXPORT_INFO = Path("assets.extra") / "tfscones_export.json"
 
@@ -53,6 +57,8 @@ class ExportSettings:
         max_output_tokens: Longest output (None: the model's maximum).
         max_length_a: Outputs are at most `a * source length + b` tokens long.
         max_length_b: See `max_length_a`.
+        max_request_bytes: Memory a full request's decoder state may take
+            (`tfscones.serving.module.RequestLimits`).
     """
 
     beam_size: int = 4
@@ -63,9 +69,10 @@ class ExportSettings:
     max_output_tokens: int | None = None
     max_length_a: float = 1.5
     max_length_b: float = 10.0
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
     def __post_init__(self):
-        for name in ("beam_size", "max_batch_size"):
+        for name in ("beam_size", "max_batch_size", "max_request_bytes"):
             ranges.AT_LEAST_ONE.check(name, getattr(self, name))
         ranges.Range(1, self.beam_size, integer=True).check("nbest", self.nbest)
         for name in ("max_source_tokens", "max_output_tokens"):
@@ -141,6 +148,7 @@ def build_module(settings: ExportSettings, checkpoint: Path, spm: Path) -> Trans
             max_output_tokens=settings.max_output_tokens,
             max_length_a=settings.max_length_a,
             max_length_b=settings.max_length_b,
+            max_request_bytes=settings.max_request_bytes,
             freeze_step_weights=True,
         )
     except ValueError as error:

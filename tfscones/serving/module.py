@@ -28,6 +28,11 @@ Request limits (`RequestLimits`), fixed when the module is built:
   which bounds the tokeniser's work on huge inputs; ordinary text loses no token to it.
 - Output length: at most `max_output_tokens` tokens, EOS included, and at most
   `floor(max_length_a * source_tokens + max_length_b)` (see `tfscones.decoding.common`).
+  `max_source_tokens` and `max_output_tokens` cannot exceed the model's positions.
+- Memory: the decoder state of a full request (`max_batch_size` sentences, each with its beams
+  or experts, at the longest lengths; `decoder_state_bytes`) must fit `max_request_bytes`
+  (2 GiB by default, stated in the export's info); larger settings are refused when the module
+  is built, so no request can ask for more.
 
 Defined results for odd inputs: invalid UTF-8 is repaired first (each bad byte sequence becomes
 U+FFFD), so it tokenises like any text; an empty or whitespace-only source translates to the
@@ -57,6 +62,7 @@ from tfscones.decoding.step import FrozenStepModel
 from tfscones.models.latent_experts import LatentExpertTransformer
 
 DEFAULT_MAX_BATCH_SIZE = 64
+DEFAULT_MAX_REQUEST_BYTES = 2 * 2**30
 CHARACTERS_PER_TOKEN = 32
 
 _STRINGS = tf.TensorSpec([None], tf.string)
@@ -74,6 +80,9 @@ class RequestLimits:
         max_source_characters: Characters kept of each input string before tokenising.
         max_length_a: Output tokens allowed per source token.
         max_length_b: Output tokens allowed in addition.
+        max_request_bytes: The memory a request's decoder state may take
+            (`decoder_state_bytes` of a full request); settings that exceed it are refused
+            when the module is built.
     """
 
     max_batch_size: int
@@ -82,11 +91,13 @@ class RequestLimits:
     max_source_characters: int
     max_length_a: float
     max_length_b: float
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
     def __post_init__(self):
         for name in ("max_batch_size", "max_source_tokens", "max_output_tokens"):
             ranges.AT_LEAST_ONE.check(name, getattr(self, name))
         ranges.AT_LEAST_ONE.check("max_source_characters", self.max_source_characters)
+        ranges.AT_LEAST_ONE.check("max_request_bytes", self.max_request_bytes)
         for name in ("max_length_a", "max_length_b"):
             ranges.NON_NEGATIVE.check(name, getattr(self, name))
 
@@ -99,6 +110,38 @@ class RequestLimits:
         fits = ranges.Range(1, positions, integer=True)
         for name in ("max_source_tokens", "max_output_tokens"):
             fits.check(name, getattr(self, name), f"The model has {positions} positions.")
+
+    def check_memory(self, model: Any, rows_per_sentence: int) -> None:
+        """Refuses limits whose full request needs more than `max_request_bytes`.
+
+        Raises:
+            ValueError: Naming the estimate, the budget and the limits that make it.
+        """
+        needed = decoder_state_bytes(
+            model,
+            self.max_batch_size * rows_per_sentence,
+            self.max_source_tokens,
+            self.max_output_tokens,
+        )
+        if needed > self.max_request_bytes:
+            raise ValueError(
+                f"a full request ({self.max_batch_size} sentences x {rows_per_sentence} beams "
+                f"or experts, {self.max_source_tokens} source and {self.max_output_tokens} "
+                f"output tokens) needs about {needed / 2**30:.2f} GiB of decoder state, over "
+                f"max_request_bytes ({self.max_request_bytes / 2**30:.2f} GiB): lower "
+                "max_batch_size or the beam, or raise the budget."
+            )
+
+
+def decoder_state_bytes(model: Any, rows: int, source_tokens: int, output_tokens: int) -> int:
+    """Bytes of the float32 state a search keeps for `rows` hypotheses at once.
+
+    Every decoder layer's keys and values of self-attention (`output_tokens`) and of
+    cross-attention (`source_tokens`), and one step's scores over the vocabulary, per row: the
+    largest tensors of greedy, beam and expert decoding.
+    """
+    caches = 2 * model.num_decoder_layers * model.hidden_dim * (source_tokens + output_tokens)
+    return 4 * rows * (caches + model.vocabulary_size)
 
 
 class TranslationModule(tf.Module):
@@ -132,6 +175,8 @@ class TranslationModule(tf.Module):
             `CHARACTERS_PER_TOKEN` per source token).
         max_length_a: Output tokens allowed per source token.
         max_length_b: Output tokens allowed in addition.
+        max_request_bytes: Memory a full request's decoder state may take (see
+            `RequestLimits`); 2 GiB by default.
         freeze_step_weights: Whether the searches step a `FrozenStepModel` of the model (one
             that has `frozen_step_weights()`, a `Seq2SeqTransformer`): what its steps prepare
             (the transposed tied table) is then made once, here, and saved with the module,
@@ -158,6 +203,7 @@ class TranslationModule(tf.Module):
         max_source_characters: int | None = None,
         max_length_a: float = common.DEFAULT_MAX_LENGTH_A,
         max_length_b: float = common.DEFAULT_MAX_LENGTH_B,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         freeze_step_weights: bool = False,
         name: str = "translation",
     ):
@@ -183,8 +229,11 @@ class TranslationModule(tf.Module):
             ),
             max_length_a=float(max_length_a),
             max_length_b=float(max_length_b),
+            max_request_bytes=max_request_bytes,
         )
         self.limits.check_fits(model.max_sequence_length)
+        experts = model.num_experts if isinstance(model, LatentExpertTransformer) else 1
+        self.limits.check_memory(model, max(beam_size, experts))
         self.beam_size = int(beam_size)
         self.num_hypotheses = int(num_hypotheses)
         self.length_penalty = float(length_penalty)

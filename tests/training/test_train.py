@@ -105,19 +105,28 @@ def wait_for_backup(backup_dir: Path, process: subprocess.Popen, timeout: float)
     raise AssertionError(f"no backup in {backup_dir} (training exited with {process.poll()})")
 
 
+def two_cpu_training_command(overrides: list[str]) -> list[str]:
+    """`tfscones train` under MirroredStrategy on two logical CPUs."""
+    script = Path(__file__).with_name("two_cpus_train.py")
+    return [sys.executable, str(script), "--config", DEMO_CONFIG, *overrides]
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["default", "mirrored"])
 def test_killed_run_resumes_from_its_backup_and_ends_as_the_uninterrupted_run(
-    tiny_overrides, tmp_path
+    tiny_overrides, tmp_path, strategy
 ):
     overrides = tiny_overrides + [
         "training.steps=60",
         "training.steps_per_epoch=20",
         "training.backup_every_steps=5",
+        f"training.strategy={strategy}",
     ]
+    command = training_command if strategy == "default" else two_cpu_training_command
     run_dir = tmp_path / "run"
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     first = subprocess.Popen(
-        training_command(overrides), cwd=REPOSITORY, env=environment, stderr=subprocess.DEVNULL
+        command(overrides), cwd=REPOSITORY, env=environment, stderr=subprocess.DEVNULL
     )
     (run_dir / "backup").mkdir(parents=True, exist_ok=True)
     wait_for_backup(run_dir / "backup", first, timeout=300)
@@ -128,7 +137,7 @@ def test_killed_run_resumes_from_its_backup_and_ends_as_the_uninterrupted_run(
     assert epochs_before_kill < 3, "the first run finished before it was killed"
 
     second = subprocess.run(
-        training_command(overrides),
+        command(overrides),
         cwd=REPOSITORY,
         env=environment,
         capture_output=True,
@@ -145,7 +154,7 @@ def test_killed_run_resumes_from_its_backup_and_ends_as_the_uninterrupted_run(
     # weights, bit for bit on one device, and its dev BLEU.
     uninterrupted = tmp_path / "uninterrupted"
     third = subprocess.run(
-        training_command([*overrides, f"output_dir={uninterrupted}"]),
+        command([*overrides, f"output_dir={uninterrupted}"]),
         cwd=REPOSITORY,
         env=environment,
         capture_output=True,

@@ -69,9 +69,10 @@ class StepBackup(keras.callbacks.Callback):
         """
         if not self.path.exists():
             return 0
-        if not model.optimizer.built:
-            model.optimizer.build(model.trainable_variables)
-        model.load_weights(self.path)
+        with model.distribute_strategy.scope():  # the optimizer's slots mirror the weights
+            if not model.optimizer.built:
+                model.optimizer.build(model.trainable_variables)
+            model.load_weights(self.path)
         if self.state_path.exists():
             states = json.loads(self.state_path.read_text(encoding="utf-8"))
             if isinstance(states, dict):  # {"step": N, "companions": [...]}; a list before

@@ -32,7 +32,8 @@ class Range:
         high: The upper bound; None for none.
         low_open: Whether `low` itself is excluded.
         high_open: Whether `high` itself is excluded.
-        integer: Whether only whole numbers are allowed.
+        integer: Whether only integers are allowed (not 2.0: a float given for a count is
+            more likely a mistake than a count).
     """
 
     low: float | None = None
@@ -43,9 +44,8 @@ class Range:
 
     def allows(self, value) -> bool:
         """Whether `value` is a number of this range (bools and non-numbers are not)."""
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            return False
-        if not math.isfinite(value) or (self.integer and value != int(value)):
+        kind = numbers.Integral if self.integer else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value):
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False

@@ -209,7 +209,7 @@ def test_arguments_out_of_range_are_rejected():
     model = PrefixTableModel(make_table(seed=0), "softmax")
     with pytest.raises(ValueError, match="beam_size"):
         beam_search(model, SOURCE, beam_size=0)
-    with pytest.raises(ValueError, match=r"num_hypotheses must be an integer in \[1, 2\]"):
+    with pytest.raises(ValueError, match=r"num_hypotheses must be a whole number in \[1, 2\]"):
         beam_search(model, SOURCE, beam_size=2, num_hypotheses=3)
     with pytest.raises(ValueError, match="length_penalty"):
         beam_search(model, SOURCE, length_penalty=-0.5)

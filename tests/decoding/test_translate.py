@@ -179,16 +179,22 @@ def test_search_rejects_bad_settings():
 @pytest.mark.parametrize(
     "settings, message",
     [
-        ({"method": "greedy", "beam_size": 0}, "beam_size must be an integer >= 1"),
-        ({"method": "beam", "length_penalty": -0.5}, "length_penalty must be finite"),
-        ({"method": "beam", "length_penalty": float("nan")}, "length_penalty must be finite"),
+        ({"method": "greedy", "beam_size": 0}, r"beam_size must be a whole number in \[1, inf\)"),
+        ({"method": "beam", "length_penalty": -0.5}, "length_penalty must be a finite number"),
+        (
+            {"method": "beam", "length_penalty": float("nan")},
+            "length_penalty must be a finite number",
+        ),
         ({"method": "diverse_beam", "beam_size": 4, "num_groups": 3}, "multiple of num_groups"),
         ({"method": "diverse_beam", "diversity_strength": -1.0}, "diversity_strength"),
-        ({"method": "sample", "temperature": 0.0}, "temperature must be finite and > 0"),
-        ({"method": "sample", "top_p": 0.0}, r"top_p must be in \(0, 1\]"),
-        ({"method": "sample", "top_k": -2}, "top_k must be an integer >= 0"),
-        ({"method": "greedy", "max_length": 0}, "max_length must be an integer >= 1"),
-        ({"method": "greedy", "max_length_a": -1.0}, "max_length_a must be finite"),
+        (
+            {"method": "sample", "temperature": 0.0},
+            r"temperature must be a finite number in \(0, inf\)",
+        ),
+        ({"method": "sample", "top_p": 0.0}, r"top_p must be a finite number in \(0, 1\]"),
+        ({"method": "sample", "top_k": -2}, r"top_k must be a whole number in \[0, inf\)"),
+        ({"method": "greedy", "max_length": 0}, r"max_length must be a whole number in \[1, inf\)"),
+        ({"method": "greedy", "max_length_a": -1.0}, "max_length_a must be a finite number"),
     ],
 )
 def test_search_refuses_every_setting_out_of_range_before_decoding(settings, message):

@@ -34,7 +34,6 @@ group of every sentence is done. Running on to the length limit (`padded=True`, 
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import tensorflow as tf
@@ -42,6 +41,7 @@ import tensorflow as tf
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.step import StepModel
+from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE, Range
 
 NEG_INF = float("-inf")
 
@@ -220,10 +220,7 @@ def diverse_beam_search(
         )
     group_size = beam_size // num_groups
     _check_in_range("hypotheses_per_group", hypotheses_per_group, 1, group_size)
-    if not math.isfinite(diversity_strength) or diversity_strength < 0:
-        raise ValueError(
-            f"diversity_strength must be finite and non-negative, got {diversity_strength}."
-        )
+    NON_NEGATIVE.check("diversity_strength", diversity_strength)
     settings = _SearchSettings(
         num_groups=int(num_groups),
         group_size=group_size,
@@ -237,19 +234,15 @@ def diverse_beam_search(
 
 
 def _check_positive(name: str, value: int) -> None:
-    if int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    AT_LEAST_ONE.check(name, value)
 
 
 def _check_in_range(name: str, value: int, low: int, high: int) -> None:
-    if int(value) != value or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}.")
+    Range(low, high, integer=True).check(name, value)
 
 
 def _checked_length_penalty(length_penalty: float) -> float:
-    if not math.isfinite(length_penalty) or length_penalty < 0:
-        raise ValueError(f"length_penalty must be finite and non-negative, got {length_penalty}.")
-    return float(length_penalty)
+    return NON_NEGATIVE.check("length_penalty", length_penalty)
 
 
 def _search(

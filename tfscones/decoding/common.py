@@ -21,7 +21,6 @@ tokens on every short sentence; a rule proportional to the source stops such run
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -35,6 +34,7 @@ except ImportError:  # pragma: no cover - a TensorFlow that moved it
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding.step import StepModel
+from tfscones.ranges import NON_NEGATIVE
 
 if TYPE_CHECKING:
     from tfscones.models.decoder_step import SourceGroups
@@ -125,9 +125,8 @@ def encode_source(
     Raises:
         ValueError: If `max_length_a` or `max_length_b` is negative or not finite.
     """
-    for name, value in (("max_length_a", max_length_a), ("max_length_b", max_length_b)):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"{name} must be finite and non-negative, got {value}.")
+    NON_NEGATIVE.check("max_length_a", max_length_a)
+    NON_NEGATIVE.check("max_length_b", max_length_b)
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     encoder_outputs, source_padding_mask = model.encode(source_ids)
     return EncodedSource(

@@ -34,14 +34,13 @@ samples from the same seed, the integer bits and their conversion here are the s
 
 from __future__ import annotations
 
-import math
-import numbers
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import tensorflow as tf
 
 from tfscones.decoding import common
 from tfscones.decoding.step import StepModel
+from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE_INTEGER, POSITIVE, Range
 
 _MANTISSA_BITS = 23
 
@@ -232,23 +231,15 @@ def _as_seed(seed: tuple[int, int] | tf.Tensor) -> tf.Tensor:
     return tf.cast(tensor, tf.int64)
 
 
+NUCLEUS_MASS = Range(0, 1, low_open=True)
+"""`top_p`: the probability mass nucleus sampling keeps."""
+
+
 def validate_sampling_arguments(
     num_samples: int, temperature: float, top_k: int, top_p: float
 ) -> None:
     """Raises a ValueError naming the first argument outside its allowed range."""
-    if not _is_int(num_samples) or num_samples < 1:
-        raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}.")
-    if not _is_real(temperature) or not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be finite and > 0, got {temperature!r}.")
-    if not _is_int(top_k) or top_k < 0:
-        raise ValueError(f"top_k must be an integer >= 0 (0 keeps all tokens), got {top_k!r}.")
-    if not _is_real(top_p) or not 0.0 < top_p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1] (1 keeps all tokens), got {top_p!r}.")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    AT_LEAST_ONE.check("num_samples", num_samples)
+    POSITIVE.check("temperature", temperature)
+    NON_NEGATIVE_INTEGER.check("top_k", top_k, "0 keeps all tokens.")
+    NUCLEUS_MASS.check("top_p", top_p, "1 keeps all tokens.")

@@ -19,6 +19,7 @@ from tfscones.decoding.beam import beam_search, diverse_beam_search
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.decoding.sampling import sample_decode, validate_sampling_arguments
 from tfscones.decoding.step import StepModel
+from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE
 
 METHODS = ("greedy", "beam", "diverse_beam", "sample")
 
@@ -85,10 +86,7 @@ class Search:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"unknown search method {self.method!r}; methods: {METHODS}.")
-        if int(self.num_hypotheses) != self.num_hypotheses or self.num_hypotheses < 1:
-            raise ValueError(
-                f"num_hypotheses must be a positive integer, got {self.num_hypotheses!r}."
-            )
+        AT_LEAST_ONE.check("num_hypotheses", self.num_hypotheses)
         if self.method == "beam" and self.num_hypotheses > self.beam_size:
             raise ValueError(
                 f"num_hypotheses ({self.num_hypotheses}) must be at most beam_size "
@@ -98,15 +96,13 @@ class Search:
 
     def _check_settings(self) -> None:
         """Refuses every out-of-range setting here, before a model or decoder is touched."""
-        _check_whole("beam_size", self.beam_size, low=1)
-        _check_finite("length_penalty", self.length_penalty)
-        _check_finite("diversity_strength", self.diversity_strength)
-        _check_finite("max_length_a", self.max_length_a)
-        _check_finite("max_length_b", self.max_length_b)
+        AT_LEAST_ONE.check("beam_size", self.beam_size)
+        for name in ("length_penalty", "diversity_strength", "max_length_a", "max_length_b"):
+            NON_NEGATIVE.check(name, getattr(self, name))
         if self.max_length is not None:
-            _check_whole("max_length", self.max_length, low=1)
+            AT_LEAST_ONE.check("max_length", self.max_length)
         if self.method == "diverse_beam":
-            _check_whole("num_groups", self.num_groups, low=1)
+            AT_LEAST_ONE.check("num_groups", self.num_groups)
             if self.beam_size % self.num_groups:
                 raise ValueError(
                     f"beam_size ({self.beam_size}) must be a multiple of num_groups "
@@ -202,13 +198,3 @@ def blank_empty_sources(output: NBest, source_ids: tf.Tensor) -> NBest:
         lengths=tf.where(keep, output.lengths, tf.cast(first, output.lengths.dtype)),
         scores=tf.where(keep, output.scores, tf.where(first, 0.0, -math.inf)),
     )
-
-
-def _check_whole(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or int(value) != value or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-
-
-def _check_finite(name: str, value) -> None:
-    if isinstance(value, bool) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be finite and non-negative, got {value!r}.")

@@ -82,7 +82,10 @@ def test_files_that_are_no_model_or_vocabulary_are_named(run_dir, tmp_path):
         (["--sample", "--temperature", "0"], "temperature must be a finite number in (0, inf)"),
         (["--sample", "--top-p", "1.5"], "top_p must be a finite number in (0, 1]"),
         (["--sample", "--top-k", "-1"], "top_k must be a whole number in [0, inf)"),
-        (["--beam", "4", "--length-penalty", "-1"], "length_penalty must be a finite number in [0, inf)"),
+        (
+            ["--beam", "4", "--length-penalty", "-1"],
+            "length_penalty must be a finite number in [0, inf)",
+        ),
         (["--beam", "4", "--diverse-groups", "3"], "must be a multiple of num_groups (3)"),
     ],
 )

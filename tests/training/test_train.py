@@ -173,7 +173,8 @@ def test_killed_run_resumes_from_its_backup_and_ends_as_the_uninterrupted_run(
 
 @pytest.mark.slow
 def test_ctrl_c_ends_with_where_the_last_backup_is(tiny_overrides, tmp_path):
-    overrides = tiny_overrides + ["training.steps=400", "training.backup_every_steps=5"]
+    # A budget it cannot reach before the signal: the test must interrupt a running run.
+    overrides = tiny_overrides + ["training.steps=100000", "training.backup_every_steps=5"]
     run_dir = tmp_path / "run"
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     process = subprocess.Popen(

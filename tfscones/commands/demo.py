@@ -141,7 +141,8 @@ def train_and_score(config: ExperimentConfig, progress: TextIO | None = None) ->
     results = train(config, progress)
     model, tokenizer = load_run(config.run_dir)
     sources, references = test_set(config)
-    hypotheses = translate(model, tokenizer, sources, search=Search("beam", beam_size=4))
+    search = Search("beam", beam_size=4)
+    hypotheses = translate(model, tokenizer, sources, search=search, long_sources="translate")
     results["test_beam_bleu"] = metrics.corpus_bleu(hypotheses, references).score
     return results
 

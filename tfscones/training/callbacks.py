@@ -20,6 +20,7 @@ import keras
 
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.decoding import translate
+from tfscones.decoding.translate import cut_sources
 from tfscones.evaluation import metrics
 from tfscones.training.averaging import moving_average_weights
 
@@ -151,6 +152,16 @@ class BleuEvaluation(keras.callbacks.Callback):
         self.batch_size = batch_size
         self.best_bleu = best_bleu
 
+    def on_train_begin(self, logs=None):
+        cut = cut_sources(self.tokenizer, self.sources, self.model.max_sequence_length)
+        if cut:
+            logger.info(
+                "%d of %d dev sentences are longer than the model reads: dev BLEU translates "
+                "their first pieces, as training reads its sentences",
+                len(cut),
+                len(self.sources),
+            )
+
     def on_epoch_end(self, epoch, logs=None):
         with moving_average_weights(self.model):
             bleu = self.score(self.model)
@@ -161,7 +172,9 @@ class BleuEvaluation(keras.callbacks.Callback):
 
     def score(self, model: keras.Model) -> float:
         """Greedy dev BLEU of `model` (the trained one, or another such as an average)."""
-        hypotheses = translate(model, self.tokenizer, self.sources, self.batch_size)
+        hypotheses = translate(
+            model, self.tokenizer, self.sources, self.batch_size, long_sources="translate"
+        )
         return metrics.corpus_bleu(hypotheses, self.references).score
 
     def keep_if_best(self, model: keras.Model, bleu: float) -> bool:

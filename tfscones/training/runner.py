@@ -557,7 +557,7 @@ def evaluate_test(config, run_dir, tokenizer, model) -> dict:
     if best.exists():
         model = load_model(best)
     sources, references = sentence_pairs(config, "test", config.data.test_sentences)
-    hypotheses = decoding.translate(model, tokenizer, sources)
+    hypotheses = decoding.translate(model, tokenizer, sources, long_sources="translate")
     (run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
     bleu = metrics.corpus_bleu(hypotheses, references)
     return {

@@ -105,6 +105,14 @@ def wait_for_backup(backup_dir: Path, process: subprocess.Popen, timeout: float)
     raise AssertionError(f"no backup in {backup_dir} (training exited with {process.poll()})")
 
 
+def run_to_the_end(command: list[str], environment: dict) -> None:
+    """Runs a training command to its end; fails the test with its stderr if it fails."""
+    finished = subprocess.run(
+        command, cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=600
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+
+
 def two_cpu_training_command(overrides: list[str]) -> list[str]:
     """`tfscones train` under MirroredStrategy on two logical CPUs."""
     script = Path(__file__).with_name("two_cpus_train.py")
@@ -136,16 +144,7 @@ def test_killed_run_resumes_from_its_backup_and_ends_as_the_uninterrupted_run(
     epochs_before_kill = len(read_history(run_dir)) if (run_dir / "history.csv").exists() else 0
     assert epochs_before_kill < 3, "the first run finished before it was killed"
 
-    second = subprocess.run(
-        command(overrides),
-        cwd=REPOSITORY,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-    assert second.returncode == 0, second.stderr[-3000:]
+    run_to_the_end(command(overrides), environment)
     assert json.loads((run_dir / "results.json").read_text())["steps"] == 60
     # The CSV log is appended to: a resumed run adds only the epochs the first one did not finish.
     assert [row["epoch"] for row in read_history(run_dir)] == ["0", "1", "2"]
@@ -153,15 +152,7 @@ def test_killed_run_resumes_from_its_backup_and_ends_as_the_uninterrupted_run(
     # Resumed mid-epoch on the batches the killed run had not drawn: the uninterrupted run's
     # weights, bit for bit on one device, and its dev BLEU.
     uninterrupted = tmp_path / "uninterrupted"
-    third = subprocess.run(
-        command([*overrides, f"output_dir={uninterrupted}"]),
-        cwd=REPOSITORY,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert third.returncode == 0, third.stderr[-3000:]
+    run_to_the_end(command([*overrides, f"output_dir={uninterrupted}"]), environment)
     resumed_weights = keras.models.load_model(run_dir / "checkpoints" / "last.keras").get_weights()
     expected = keras.models.load_model(uninterrupted / "checkpoints" / "last.keras").get_weights()
     for resumed, weights in zip(resumed_weights, expected, strict=True):

@@ -117,15 +117,25 @@ def train_sentencepiece(
     else:
         sentences = list(_iter_lines(paths))
     try:
-        _train(
-            sentences,
-            prefix,
-            vocab_size,
-            model_type,
-            character_coverage,
-            num_threads,
-            normalization_rule_name,
-            byte_fallback,
+        spm.SentencePieceTrainer.Train(
+            sentence_iterator=iter(sentences),
+            model_prefix=str(prefix),
+            vocab_size=vocab_size,
+            model_type=model_type,
+            character_coverage=character_coverage,
+            input_sentence_size=0,
+            num_threads=num_threads,
+            normalization_rule_name=normalization_rule_name,
+            byte_fallback=byte_fallback,
+            pad_id=PAD_ID,
+            eos_id=EOS_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            pad_piece="<pad>",
+            eos_piece="</s>",
+            unk_piece="<unk>",
+            bos_piece="<s>",
+            minloglevel=2,
         )
     except RuntimeError as error:
         reason = str(error).strip().splitlines()[-1]
@@ -137,38 +147,6 @@ def train_sentencepiece(
     files = SentencePieceFiles(Path(f"{prefix}.model"), Path(f"{prefix}.vocab"))
     logger.info("Trained %s SentencePiece model, %d pieces: %s", model_type, vocab_size, files)
     return files
-
-
-def _train(
-    sentences,
-    prefix,
-    vocab_size,
-    model_type,
-    character_coverage,
-    num_threads,
-    normalization_rule_name,
-    byte_fallback,
-) -> None:
-    spm.SentencePieceTrainer.Train(
-        sentence_iterator=iter(sentences),
-        model_prefix=str(prefix),
-        vocab_size=vocab_size,
-        model_type=model_type,
-        character_coverage=character_coverage,
-        input_sentence_size=0,
-        num_threads=num_threads,
-        normalization_rule_name=normalization_rule_name,
-        byte_fallback=byte_fallback,
-        pad_id=PAD_ID,
-        eos_id=EOS_ID,
-        unk_id=UNK_ID,
-        bos_id=BOS_ID,
-        pad_piece="<pad>",
-        eos_piece="</s>",
-        unk_piece="<unk>",
-        bos_piece="<s>",
-        minloglevel=2,
-    )
 
 
 def _iter_lines(paths: Sequence[Path]) -> Iterator[str]:

@@ -84,6 +84,8 @@ class Range:
 POSITIVE = Range(0, low_open=True)
 NON_NEGATIVE = Range(0)
 FRACTION = Range(0, 1, high_open=True)
+UNIT_INTERVAL = Range(0, 1)
+SHARE = Range(0, 1, low_open=True)
 AT_LEAST_ONE = Range(1, integer=True)
 NON_NEGATIVE_INTEGER = Range(0, integer=True)
 

@@ -27,7 +27,9 @@ def test_truncation_keeps_eos():
     np.testing.assert_array_equal(
         append_eos(tf.constant([7, 8, 9]), max_length=3).numpy(), [7, 8, 1]
     )
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(
+        ValueError, match=r"max_length must be a whole number in \[1, inf\) \(got 0\)"
+    ):
         append_eos(pieces, max_length=0)
 
 

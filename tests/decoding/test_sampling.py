@@ -310,7 +310,7 @@ def test_xla_samples_what_eager_samples_on_a_real_model():
         ({"top_p": float("nan")}, r"top_p must be a finite number in \(0, 1\]"),
         ({"seed": (1, 2, 3)}, "seed must be two integers"),
         ({"seed": (1.0, 2.0)}, "seed must be two integers"),
-        ({"max_length": 0}, "max_length must be positive"),
+        ({"max_length": 0}, r"max_length must be a whole number in \[1, inf\)"),
         ({"max_length_a": -1.0}, "max_length_a"),
     ],
 )

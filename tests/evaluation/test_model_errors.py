@@ -88,8 +88,9 @@ def test_search_error_rate_rejects_scores_above_the_best():
         search_error_rate([-10.0, -9.99], [-10.0, -10.0])
     with pytest.raises(ValueError, match=r"sentences \[0\]"):
         search_error_rate([-50.0], [NEG_INF])
-    with pytest.raises(ValueError, match="tolerance"):
-        search_error_rate([-1.0], [-1.0], tolerance=-1e-3)
+    for tolerance in (-1e-3, float("nan")):
+        with pytest.raises(ValueError, match=r"tolerance must be a finite number in \[0, inf\)"):
+            search_error_rate([-1.0], [-1.0], tolerance=tolerance)
 
 
 @pytest.mark.parametrize(

@@ -58,8 +58,30 @@ def test_inverse_sqrt_unchanged_and_names():
     assert make_schedule("linear", 1e-3, 10, 100).decay == "linear"
     with pytest.raises(ValueError, match="inverse_sqrt, cosine or linear"):
         make_schedule("step", 1e-3, 10)
-    with pytest.raises(ValueError, match="final_fraction"):
-        WarmupDecay(1e-3, 10, 100, final_fraction=1.5)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"final_fraction": 1.5}, r"final_fraction must be a finite number in \[0, 1\]"),
+        ({"max_warmup_fraction": 0.0}, r"max_warmup_fraction must be a finite number in \(0, 1\]"),
+        (
+            {"peak_learning_rate": float("nan")},
+            r"peak_learning_rate must be a finite number in \(0",
+        ),
+        ({"warmup_steps": 2.5}, r"warmup_steps must be a whole number in \[1, inf\)"),
+        ({"total_steps": 0}, r"total_steps must be a whole number in \[1, inf\)"),
+    ],
+)
+def test_warmup_decay_refuses_settings_out_of_range(arguments, message):
+    settings = {"peak_learning_rate": 1e-3, "warmup_steps": 10, "total_steps": 100} | arguments
+    with pytest.raises(ValueError, match=message):
+        WarmupDecay(**settings)
+
+
+def test_inverse_sqrt_refuses_a_non_positive_peak():
+    with pytest.raises(ValueError, match=r"peak_learning_rate must be a finite number in \(0"):
+        WarmupInverseSqrt(0.0, 100)
 
 
 def test_schedule_round_trips_through_its_config():

@@ -44,12 +44,7 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     parser.add_argument("--state-budget", type=positive_int, default=DEFAULT_STATE_BUDGET)
     parser.add_argument("--beams", type=positive_int, nargs="+", default=list(DEFAULT_BEAM_SIZES))
     parser.add_argument("--out", type=Path, default=Path("reports/analysis"))
-    arguments = parser.parse_args(argv)
-    for name in ("limit", "exact_sentences", "state_budget"):
-        value = getattr(arguments, name)
-        if value is not None and value < (0 if name == "exact_sentences" else 1):
-            parser.error(f"--{name.replace('_', '-')} must be positive, got {value}")
-    return arguments
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:

@@ -6,6 +6,11 @@ adds afterwards.
 
 import tensorflow as tf
 
+from tfscones.ranges import Range
+
+RATIO = Range(1)
+"""`max_length_ratio`: the longer side's length over the shorter's, at least 1."""
+
 
 def _check_limits(min_length: int, max_length: int, max_length_ratio: float | None) -> None:
     """Validates length-filter settings.
@@ -24,8 +29,8 @@ def _check_limits(min_length: int, max_length: int, max_length_ratio: float | No
             f"Need 1 <= min_length <= max_length, got min_length={min_length}, "
             f"max_length={max_length}"
         )
-    if max_length_ratio is not None and max_length_ratio < 1:
-        raise ValueError(f"max_length_ratio must be >= 1 or None, got {max_length_ratio}")
+    if max_length_ratio is not None:
+        RATIO.check("max_length_ratio", max_length_ratio, hint="None disables the filter.")
 
 
 def keep_by_length(

@@ -27,6 +27,7 @@ import tensorflow as tf
 from keras import ops
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
+from tfscones.ranges import AT_LEAST_ONE
 
 
 def append_eos(
@@ -50,8 +51,7 @@ def append_eos(
         ValueError: If `max_length` is less than 1.
     """
     if max_length is not None:
-        if max_length < 1:
-            raise ValueError(f"max_length must be at least 1 (room for EOS), got {max_length}.")
+        AT_LEAST_ONE.check("max_length", max_length, hint="It keeps room for EOS.")
         pieces = pieces[..., : max_length - 1]
     return _concat_last(pieces, EOS_ID, before=False)
 

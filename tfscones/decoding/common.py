@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover - a TensorFlow that moved it
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding.step import StepModel
-from tfscones.ranges import NON_NEGATIVE
+from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE
 
 if TYPE_CHECKING:
     from tfscones.models.decoder_step import SourceGroups
@@ -74,10 +74,9 @@ def max_output_length(model: StepModel, max_length: int | None = None) -> int:
     Raises:
         ValueError: If the length is not positive.
     """
-    length = int(model.max_sequence_length if max_length is None else max_length)
-    if length < 1:
-        raise ValueError(f"max_length must be positive, got {length}.")
-    return length
+    if max_length is None:
+        return int(model.max_sequence_length)
+    return AT_LEAST_ONE.check("max_length", max_length)
 
 
 def output_length_limits(

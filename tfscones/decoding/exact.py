@@ -42,6 +42,7 @@ from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import Search
 from tfscones.decoding.step import StepModel
 from tfscones.decoding.translate import compiled_search, source_ids_for_model
+from tfscones.ranges import AT_LEAST_ONE
 
 if TYPE_CHECKING:
     from tfscones.heads import OutputHead
@@ -371,13 +372,9 @@ def exact_search(
     Raises:
         ValueError: If `state_budget`, `beam_size` or `rows_per_call` is not positive.
     """
-    for name, value in (
-        ("state_budget", state_budget),
-        ("beam_size", beam_size),
-        ("rows_per_call", rows_per_call),
-    ):
-        if value < 1:
-            raise ValueError(f"{name} must be positive, got {value}.")
+    AT_LEAST_ONE.check("state_budget", state_budget)
+    AT_LEAST_ONE.check("beam_size", beam_size)
+    AT_LEAST_ONE.check("rows_per_call", rows_per_call)
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     width = common.max_output_length(model, max_length)
     beam = Search(
@@ -658,8 +655,7 @@ def exact_translate(
     Returns:
         Per sentence, in order, `(translation, ExactSearchResult)`.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}.")
+    AT_LEAST_ONE.check("batch_size", batch_size)
     translated = []
     for start in range(0, len(sentences), batch_size):
         batch = tf.constant(list(sentences[start : start + batch_size]), tf.string)

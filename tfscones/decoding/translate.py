@@ -15,6 +15,7 @@ from tfscones.data.vocab_ids import PAD_ID
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import NBest, Search
 from tfscones.decoding.step import StepModel
+from tfscones.ranges import AT_LEAST_ONE
 
 logger = logging.getLogger(__name__)
 
@@ -235,8 +236,7 @@ def translate_nbest(
         TypeError: If `sentences` is one string, or holds something other than strings.
         ValueError: If `batch_size` is not positive or `sentences` is not one-dimensional.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}.")
+    AT_LEAST_ONE.check("batch_size", batch_size)
     strings = _as_strings(sentences)
     check_long_sources(tokenizer, strings, model.max_sequence_length, long_sources)
     results: list[list[tuple[str, float]]] = [[] for _ in range(strings.shape[0])]

@@ -34,6 +34,7 @@ from tfscones.decoding.translate import source_ids_for_model, translate_nbest
 from tfscones.evaluation import model_errors
 from tfscones.evaluation.calibration import DEFAULT_NUM_BINS, force_decode
 from tfscones.evaluation.metrics import corpus_bleu
+from tfscones.ranges import AT_LEAST_ONE
 
 DEFAULT_BEAM_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 REFERENCE_BEAM = 4
@@ -214,8 +215,8 @@ def analyze_model(
             f"need as many references as sources, and some: got {len(sources)} sources "
             f"and {len(references)} references."
         )
-    if any(size < 1 for size in beam_sizes):
-        raise ValueError(f"beam sizes must be positive, got {list(beam_sizes)}.")
+    for size in beam_sizes:
+        AT_LEAST_ONE.check("beam_sizes", size)
     started = time.perf_counter()
     count = len(sources) if exact_sentences is None else min(exact_sentences, len(sources))
     beams = {

@@ -39,6 +39,7 @@ from tfscones.data.preprocessing import padding_mask, teacher_forcing_inputs
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.translate import source_ids_for_model
+from tfscones.ranges import AT_LEAST_ONE
 
 DEFAULT_NUM_BINS = 10
 
@@ -129,8 +130,7 @@ def expected_calibration_error(
 
 def _checked_predictions(confidences, correct, num_bins) -> tuple[np.ndarray, np.ndarray]:
     """Flat float64 confidences and 0/1 correctness, after checking them and `num_bins`."""
-    if isinstance(num_bins, bool) or int(num_bins) != num_bins or num_bins < 1:
-        raise ValueError(f"num_bins must be an integer >= 1, got {num_bins!r}.")
+    AT_LEAST_ONE.check("num_bins", num_bins)
     confidences = np.asarray(confidences, dtype=np.float64)
     correct = np.asarray(correct)
     if confidences.shape != correct.shape:
@@ -245,8 +245,7 @@ def _check_pairs(sources, references, batch_size) -> None:
         raise ValueError(f"{len(sources)} sources but {len(references)} references.")
     if len(sources) == 0:
         raise ValueError("no sentences to force-decode.")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}.")
+    AT_LEAST_ONE.check("batch_size", batch_size)
 
 
 def _in_batches(function, source_ids, target_ids, batch_size) -> dict[str, tf.Tensor]:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 from sacrebleu.metrics import BLEU, CHRF, BLEUScore, CHRFScore
 
+from tfscones.ranges import AT_LEAST_ONE
+
 BLEU_TOKENIZER = "13a"
 
 
@@ -144,8 +146,7 @@ def bleu_signature(num_references: int = 1, lowercase: bool = False) -> str:
     Raises:
         ValueError: If `num_references` is not positive.
     """
-    if num_references < 1:
-        raise ValueError(f"num_references must be positive, got {num_references}.")
+    AT_LEAST_ONE.check("num_references", num_references)
     metric = _bleu(lowercase)
     metric.corpus_score(["x"], [["x"]] * num_references)
     return metric.get_signature().format()
@@ -164,8 +165,7 @@ def chrf_signature(num_references: int = 1, word_order: int = 0) -> str:
     Raises:
         ValueError: If `num_references` is not positive.
     """
-    if num_references < 1:
-        raise ValueError(f"num_references must be positive, got {num_references}.")
+    AT_LEAST_ONE.check("num_references", num_references)
     metric = CHRF(word_order=word_order)
     metric.corpus_score(["x"], [["x"]] * num_references)
     return metric.get_signature().format()

@@ -32,6 +32,7 @@ from tfscones.data.preprocessing import teacher_forcing_inputs
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding.compiled import per_model_function
 from tfscones.evaluation.metrics import corpus_bleu
+from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE
 
 DEFAULT_TOLERANCE = 1e-4
 
@@ -59,8 +60,7 @@ def empty_translation_scores(
     Raises:
         ValueError: If there are no sources or `batch_size` is not positive.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}.")
+    AT_LEAST_ONE.check("batch_size", batch_size)
     if not isinstance(source_ids, tf.RaggedTensor):
         source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     count = int(source_ids.shape[0])
@@ -159,8 +159,7 @@ def search_error_rate(
         ValueError: If the arrays are empty, differ in shape, or hold NaN or +inf; if the
             tolerance is negative or not finite; or if a search score exceeds its best.
     """
-    if not np.isfinite(tolerance) or tolerance < 0:
-        raise ValueError(f"tolerance must be finite and >= 0, got {tolerance}.")
+    NON_NEGATIVE.check("tolerance", tolerance)
     search, best = _score_arrays(search_scores=search_scores, best_scores=best_scores)
     finite = np.isfinite(best)
     slack = tolerance * np.maximum(1.0, np.abs(np.where(finite, best, 0.0)))

@@ -22,6 +22,7 @@ from tfscones.data.tokenizer import Tokenizer
 from tfscones.decoding import translate
 from tfscones.decoding.translate import cut_sources
 from tfscones.evaluation import metrics
+from tfscones.ranges import AT_LEAST_ONE
 from tfscones.training.averaging import moving_average_weights
 
 logger = logging.getLogger(__name__)
@@ -51,10 +52,8 @@ class StepBackup(keras.callbacks.Callback):
 
     def __init__(self, directory: str | Path, every_steps: int, companions: Sequence = ()):
         super().__init__()
-        if every_steps < 1:
-            raise ValueError(f"every_steps must be >= 1 (got {every_steps}).")
         self.directory = Path(directory)
-        self.every_steps = every_steps
+        self.every_steps = AT_LEAST_ONE.check("every_steps", every_steps)
         self.companions = list(companions)
         self.path = self.directory / "latest.weights.h5"
         self.state_path = self.directory / "latest.json"
@@ -200,10 +199,8 @@ class EpochCheckpoints(keras.callbacks.Callback):
 
     def __init__(self, directory: str | Path, keep: int):
         super().__init__()
-        if keep < 1:
-            raise ValueError(f"keep must be at least 1 (got {keep}).")
         self.directory = Path(directory)
-        self.keep = keep
+        self.keep = AT_LEAST_ONE.check("keep", keep)
 
     @property
     def paths(self) -> list[Path]:

@@ -407,7 +407,7 @@ _LIMITS: dict[str, ranges.Range | tuple] = {
     "training.learning_rate": ranges.POSITIVE,
     "training.schedule": ("cosine", "linear", "inverse_sqrt"),
     "training.warmup_steps": ranges.NON_NEGATIVE_INTEGER,
-    "training.final_learning_rate_fraction": ranges.Range(0, 1),
+    "training.final_learning_rate_fraction": ranges.UNIT_INTERVAL,
     "training.weight_decay": ranges.NON_NEGATIVE,
     "training.clip_norm": ranges.POSITIVE,
     "training.steps": ranges.AT_LEAST_ONE,

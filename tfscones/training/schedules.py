@@ -16,6 +16,8 @@ import math
 import keras
 from keras import ops
 
+from tfscones.ranges import AT_LEAST_ONE, POSITIVE, SHARE, UNIT_INTERVAL
+
 DECAYS = ("cosine", "linear")
 
 
@@ -32,10 +34,8 @@ class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak_learning_rate: float, warmup_steps: int):
-        if warmup_steps < 1:
-            raise ValueError(f"warmup_steps must be at least 1 (got {warmup_steps}).")
-        self.peak_learning_rate = float(peak_learning_rate)
-        self.warmup_steps = int(warmup_steps)
+        self.peak_learning_rate = POSITIVE.check("peak_learning_rate", peak_learning_rate)
+        self.warmup_steps = AT_LEAST_ONE.check("warmup_steps", warmup_steps)
 
     def __call__(self, step):
         step = ops.maximum(ops.cast(step, "float32") + 1.0, 1.0)
@@ -86,13 +86,16 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         final_fraction: float = 0.0,
         max_warmup_fraction: float = 0.1,
     ):
-        _check_arguments(warmup_steps, total_steps, decay, final_fraction, max_warmup_fraction)
-        self.peak_learning_rate = float(peak_learning_rate)
-        self.warmup_steps = int(warmup_steps)
-        self.total_steps = None if total_steps is None else int(total_steps)
+        if decay not in DECAYS:
+            raise ValueError(f"decay must be one of {', '.join(DECAYS)} (got {decay!r}).")
+        self.peak_learning_rate = POSITIVE.check("peak_learning_rate", peak_learning_rate)
+        self.warmup_steps = AT_LEAST_ONE.check("warmup_steps", warmup_steps)
+        self.total_steps = (
+            None if total_steps is None else AT_LEAST_ONE.check("total_steps", total_steps)
+        )
         self.decay = decay
-        self.final_fraction = float(final_fraction)
-        self.max_warmup_fraction = float(max_warmup_fraction)
+        self.final_fraction = UNIT_INTERVAL.check("final_fraction", final_fraction)
+        self.max_warmup_fraction = SHARE.check("max_warmup_fraction", max_warmup_fraction)
         self.time_fraction = keras.Variable(
             0.0, dtype="float32", trainable=False, name="time_fraction"
         )
@@ -125,19 +128,6 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
             "final_fraction": self.final_fraction,
             "max_warmup_fraction": self.max_warmup_fraction,
         }
-
-
-def _check_arguments(warmup_steps, total_steps, decay, final_fraction, max_warmup_fraction):
-    if decay not in DECAYS:
-        raise ValueError(f"decay must be one of {', '.join(DECAYS)} (got {decay!r}).")
-    if warmup_steps < 1:
-        raise ValueError(f"warmup_steps must be at least 1 (got {warmup_steps}).")
-    if total_steps is not None and total_steps < 1:
-        raise ValueError(f"total_steps must be at least 1 or None (got {total_steps}).")
-    if not 0.0 <= final_fraction <= 1.0:
-        raise ValueError(f"final_fraction must be in [0, 1] (got {final_fraction}).")
-    if not 0.0 < max_warmup_fraction <= 1.0:
-        raise ValueError(f"max_warmup_fraction must be in (0, 1] (got {max_warmup_fraction}).")
 
 
 def make_schedule(

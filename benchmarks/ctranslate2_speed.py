@@ -5,9 +5,10 @@
         --sentences tfscones/data/demo/test.de --threads 1
 
 The run's model is exported as our SavedModel (`tfscones.serving.export_run`, 4 beams, loaded
-back with `tf.saved_model.load`) and converted into a CTranslate2 model
-(`benchmarks.ctranslate2_convert`), which decodes under the SavedModel's source and output
-limits and scores without length penalty (`benchmarks.ctranslate2_decoder`).
+back with `tf.saved_model.load`) and exported for CTranslate2
+(`tfscones.serving.ctranslate2_export`), which decodes under the SavedModel's source and output
+limits and scores without length penalty (`tfscones.serving.ctranslate2_translator`). The run
+must be a softmax model: beam search on CTranslate2 is exact for softmax only.
 
 First the check: the first `--check` sentences (200), one per request, greedy and with 4 beams;
 CTranslate2's translations must equal the SavedModel's and their scores (sums of log-softmax,
@@ -41,11 +42,11 @@ import_tensorflow_quietly()
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks.ctranslate2_convert import convert_run  # noqa: E402
-from benchmarks.ctranslate2_decoder import CTranslate2Decoder  # noqa: E402
 from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.serving import RequestLimits, export_run  # noqa: E402
+from tfscones.serving.ctranslate2_export import export_ctranslate2  # noqa: E402
+from tfscones.serving.ctranslate2_translator import CTranslate2Translator  # noqa: E402
 from tfscones.serving.export import ExportSettings  # noqa: E402
 
 BATCH_SIZES = (1, 4, 32)
@@ -184,12 +185,11 @@ def build_decoders(run: Path, folder: Path, threads: int) -> dict:
         folder / "savedmodel" / "1", run=run, settings=ExportSettings(beam_size=4, nbest=1)
     )
     limits = RequestLimits(**info["limits"])
-    model_dir = convert_run(run, folder / "ctranslate2")
-    spm_model = run / "spm.model"
+    model_dir = export_ctranslate2(folder / "ctranslate2", run=run)["path"]
     return {
         SAVEDMODEL: SavedModelDecoder(Path(info["path"]), beam_size=4),
-        FLOAT32: CTranslate2Decoder(model_dir, limits, spm_model, "float32", threads),
-        INT8: CTranslate2Decoder(model_dir, limits, spm_model, "int8", threads),
+        FLOAT32: CTranslate2Translator(model_dir, limits, "float32", threads),
+        INT8: CTranslate2Translator(model_dir, limits, "int8", threads),
     }
 
 

@@ -21,7 +21,7 @@ from tfscones.native_logs import import_tensorflow_quietly
 SUBCOMMANDS = {
     "train": ("train", "train one experiment from a config"),
     "translate": ("translate", "translate a text file with a trained model"),
-    "export": ("export", "export a trained model as a TF Serving SavedModel"),
+    "export": ("export", "export a trained model as a TF Serving SavedModel, or for CTranslate2"),
     "analyze": ("analyze", "model and search errors of trained models, as a report"),
     "diversity": ("diversity", "diversity of K translations (Hard-MoE against baselines)"),
     "synthetic": ("synthetic", "IBM-3 synthetic language pairs at temperatures"),

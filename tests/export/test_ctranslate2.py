@@ -1,0 +1,257 @@
+"""CTranslate2 exports: greedy search is every head's own, beam search softmax's, text as served.
+
+CTranslate2 is an optional extra (`pip install ".[ctranslate2]"`, also in `.[test]`); without it
+these tests are skipped. Models are untrained: their outputs are nonsense but deterministic, and
+an untrained model rarely ends early, so most outputs run to their length limit.
+"""
+
+import ast
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+pytest.importorskip(
+    "ctranslate2", reason='ctranslate2 is not installed (pip install ".[ctranslate2]")'
+)
+
+from tests.export.conftest import VOCABULARY_SIZE  # noqa: E402
+from tests.harness import tiny_model  # noqa: E402
+from tfscones.commands import export as export_command  # noqa: E402
+from tfscones.data.vocab_ids import EOS_ID  # noqa: E402
+from tfscones.decoding import beam_search, greedy_decode  # noqa: E402
+from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer  # noqa: E402
+from tfscones.serving import ExportError, RequestLimits, TranslationModule  # noqa: E402
+from tfscones.serving.ctranslate2_export import (  # noqa: E402
+    CTranslate2Info,
+    export_ctranslate2,
+    write_ctranslate2,
+)
+from tfscones.serving.ctranslate2_translator import CTranslate2Translator  # noqa: E402
+
+MAX_LENGTH = 24
+# Source pieces, EOS added: output limits min(floor(1.5 (n + 1) + 10), 24) are 13, 14, 20 and
+# the cap 24 twice.
+SOURCE_LENGTHS = (1, 2, 6, 11, 23)
+# CTranslate2's log-softmax is approximate: a sentence's score is up to about 3e-5 off the exact
+# value (benchmarks.ctranslate2_speed); the logits agree to 1e-5.
+SCORE_TOLERANCE = 5e-5
+# With EOS this likely, greedy search ends some sources early (EOS may come first).
+EOS_LIKELY = {"eos_bias": 3.8}
+MODELS = {
+    "softmax, post-norm, untied": {"head": "softmax"},
+    "softmax, pre-norm, tied": {"head": "softmax", "normalize_first": True, "tie_embeddings": True},
+    "softmax, EOS likely": {"head": "softmax", "tie_embeddings": True, **EOS_LIKELY},
+    "sigmoid, post-norm, tied": {"head": "sigmoid", "tie_embeddings": True},
+    "sigmoid, pre-norm, EOS likely": {"head": "sigmoid", "normalize_first": True, **EOS_LIKELY},
+    "tanh, pre-norm, untied": {"head": "tanh", "normalize_first": True},
+    "entmax-1.5, post-norm, tied": {"head": "entmax15", "tie_embeddings": True},
+    "sparsemax, pre-norm, untied": {"head": "sparsemax", "normalize_first": True},
+    "entmax α=1.3, post-norm": {"head": {"name": "entmax", "alpha": 1.3}},
+}
+
+
+def random_sources() -> list[list[int]]:
+    generator = np.random.default_rng(5)
+    return [generator.integers(4, VOCABULARY_SIZE, length).tolist() for length in SOURCE_LENGTHS]
+
+
+def our_hypotheses(model, sources, beam_size):
+    """Our decoder's `(ids, score)` of each source (EOS appended), decoded alone."""
+    hypotheses = []
+    for source in sources:
+        source_ids = tf.constant([[*source, EOS_ID]], tf.int32)
+        if beam_size == 1:
+            output = greedy_decode(model, source_ids)
+            ids, length, score = output.ids[0], output.lengths[0], output.scores[0]
+        else:
+            output = beam_search(model, source_ids, beam_size=beam_size)
+            ids, length, score = output.ids[0, 0], output.lengths[0, 0], output.log_scores[0, 0]
+        hypotheses.append((ids[: int(length)].numpy().tolist(), float(score)))
+    return hypotheses
+
+
+def export_tiny_model(folder, spm, **arguments):
+    """`(model, CTranslate2Translator)` of an untrained tiny model exported into `folder`."""
+    keras.utils.set_random_seed(1234)
+    model = tiny_model(VOCABULARY_SIZE, max_sequence_length=MAX_LENGTH, **arguments)
+    write_ctranslate2(model, spm, folder)
+    return model, CTranslate2Translator(folder)
+
+
+@pytest.fixture(scope="module", params=list(MODELS), ids=list(MODELS))
+def exported(request, run_dir, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ct2") / "model"
+    return export_tiny_model(folder, run_dir / "spm.model", **MODELS[request.param])
+
+
+def test_greedy_search_is_the_models_own_for_every_head(exported):
+    model, translator = exported
+    sources = random_sources()
+    expected = our_hypotheses(model, sources, beam_size=1)
+    outputs = [translator.decode_ids([source])[0] for source in sources]
+    assert [hypothesis.ids for hypothesis in outputs] == [ids for ids, _ in expected]
+    if translator.info.exact_searches == ("greedy",):
+        assert {hypothesis.score for hypothesis in outputs} == {None}
+    else:
+        np.testing.assert_allclose(
+            [hypothesis.score for hypothesis in outputs],
+            [score for _, score in expected],
+            rtol=1e-6,
+            atol=SCORE_TOLERANCE,
+        )
+
+
+def test_beam_search_is_exact_for_softmax_and_refused_for_other_heads(exported):
+    model, translator = exported
+    sources = random_sources()
+    if translator.info.exact_searches == ("greedy",):
+        with pytest.raises(ValueError, match=r"only greedy search \(beam_size=1\) is its own"):
+            translator.decode_ids(sources, beam_size=4)
+        with pytest.raises(ValueError, match="only greedy search"):
+            translator.translate(["Guten Morgen."], beam_size=2)
+        return
+    expected = our_hypotheses(model, sources, beam_size=4)
+    outputs = [translator.decode_ids([source], beam_size=4)[0] for source in sources]
+    assert [hypothesis.ids for hypothesis in outputs] == [ids for ids, _ in expected]
+    np.testing.assert_allclose(
+        [hypothesis.score for hypothesis in outputs],
+        [score for _, score in expected],
+        rtol=1e-6,
+        atol=SCORE_TOLERANCE,
+    )
+
+
+def test_the_export_records_its_head_and_exact_searches(exported):
+    model, translator = exported
+    info = translator.info
+    assert info.head == repr(model.head)
+    assert info.positions == MAX_LENGTH
+    expected = ("greedy", "beam", "sampling") if "Softmax" in info.head else ("greedy",)
+    assert info.exact_searches == expected
+
+
+@pytest.mark.parametrize("preset", ["small", pytest.param("base", marks=pytest.mark.slow)])
+def test_every_preset_converts_exactly(preset, run_dir, tmp_path):
+    keras.utils.set_random_seed(3)
+    model = Seq2SeqTransformer.from_preset(
+        preset,
+        vocabulary_size=VOCABULARY_SIZE,
+        head="sigmoid",
+        max_sequence_length=MAX_LENGTH,
+        dropout=0.0,
+    )
+    write_ctranslate2(model, run_dir / "spm.model", tmp_path / "ct2")
+    translator = CTranslate2Translator(tmp_path / "ct2")
+    sources = random_sources()[:2]
+    expected = our_hypotheses(model, sources, beam_size=1)
+    assert [translator.decode_ids([source])[0].ids for source in sources] == [
+        ids for ids, _ in expected
+    ]
+
+
+@pytest.fixture(scope="module")
+def ctranslate2_export(run_dir, tmp_path_factory):
+    """The run (SCONES head) exported by `tfscones export --format ctranslate2`."""
+    out = tmp_path_factory.mktemp("ct2-run") / "scones"
+    export_command.main(["--run", str(run_dir), "--format", "ctranslate2", "--out", str(out)])
+    return out
+
+
+def test_exported_run_translates_text_as_the_savedmodel_module(
+    ctranslate2_export, model, tokenizer
+):
+    module = TranslationModule(model, tokenizer, beam_size=1, num_hypotheses=1)
+    translator = CTranslate2Translator(ctranslate2_export, module.limits)
+    long_sentence = "Tom hat mir gesagt, dass er morgen nicht kommen kann, weil er krank ist. " * 3
+    sentences = ["Guten Morgen.", "Ja.", "", "   ", long_sentence]
+    expected = module.translate(tf.constant(sentences))["translations"].numpy()
+    outputs = translator.translate(sentences)
+    assert [output.text for output in outputs] == [text.decode("utf-8") for text in expected]
+    assert {output.score for output in outputs} == {None}  # a SCONES model's: not softmax's
+
+
+def test_the_readme_code_runs_in_a_fresh_process_and_translates_as_the_translator(
+    ctranslate2_export,
+):
+    readme = (ctranslate2_export / "README.md").read_text(encoding="utf-8")
+    code = readme.split("```python\n")[1].split("```")[0]
+    assert "beam_size=1" in code
+    printed = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ctranslate2_export,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    positions = CTranslate2Info.read(ctranslate2_export).positions
+    # The README's one output limit for a batch: every position, whatever the source's length.
+    limits = RequestLimits(8, positions, positions, 32 * positions, 0.0, float(positions))
+    translator = CTranslate2Translator(ctranslate2_export, limits)
+    assert ast.literal_eval(printed) == [translator.translate(["Guten Morgen."])[0].text]
+
+
+def test_int8_export_is_smaller_and_translates(run_dir, tmp_path):
+    float32 = export_ctranslate2(tmp_path / "float32", run=run_dir)
+    int8 = export_ctranslate2(tmp_path / "int8", run=run_dir, quantization="int8")
+    assert int8["quantization"] == "int8"
+    size = {name: (tmp_path / name / "model.bin").stat().st_size for name in ("float32", "int8")}
+    assert size["int8"] < 0.5 * size["float32"]
+    translation = CTranslate2Translator(int8["path"]).translate(["Guten Morgen."])[0]
+    assert translation.text and float32["head"] == int8["head"]
+
+
+def test_hard_moe_and_foreign_vocabularies_are_refused(run_dir, tmp_path):
+    experts = tiny_model(VOCABULARY_SIZE, model_class=LatentExpertTransformer, num_experts=2)
+    with pytest.raises(ExportError, match="mixture of experts does not convert"):
+        write_ctranslate2(experts, run_dir / "spm.model", tmp_path / "experts")
+    with pytest.raises(
+        ExportError, match=f"{VOCABULARY_SIZE} pieces, the model a vocabulary of 50"
+    ):
+        write_ctranslate2(tiny_model(50), run_dir / "spm.model", tmp_path / "foreign")
+    assert not list(tmp_path.iterdir())
+
+
+def export_fails(arguments: list[str], message: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        export_command.main(arguments)
+    assert message in str(exit_info.value.code) + capsys.readouterr().err
+
+
+def test_bad_exports_are_refused_before_anything_is_written(run_dir, tmp_path, capsys):
+    out = tmp_path / "ct2"
+    run = ["--run", str(run_dir), "--format", "ctranslate2", "--out", str(out)]
+    export_fails([*run, "--quantization", "int4"], "one of float32, int8_float32, int8", capsys)
+    export_fails(["--run", str(tmp_path / "none"), *run[2:]], "is not a folder", capsys)
+    assert not out.exists()
+    out.mkdir()
+    (out / "model.bin").write_text("an earlier export")
+    export_fails(run, "exists and is not empty", capsys)
+    assert (out / "model.bin").read_text() == "an earlier export"
+    savedmodel = ["--run", str(run_dir), "--out", str(tmp_path / "sm" / "1")]
+    export_fails(
+        [*savedmodel, "--quantization", "int8"], "a setting of --format ctranslate2", capsys
+    )
+
+
+def test_without_ctranslate2_the_export_says_what_to_install(
+    run_dir, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setitem(sys.modules, "tfscones.serving.ctranslate2_export", None)
+    arguments = ["--run", str(run_dir), "--format", "ctranslate2", "--out", str(tmp_path / "o")]
+    export_fails(arguments, 'pip install "tfscones[ctranslate2]"', capsys)
+
+
+def test_the_translator_refuses_what_is_not_an_export_and_limits_beyond_its_positions(
+    ctranslate2_export, tmp_path
+):
+    with pytest.raises(FileNotFoundError, match="is not a CTranslate2 export of tfscones"):
+        CTranslate2Translator(tmp_path)
+    limits = RequestLimits(8, 10_000, 32, 32_000, 1.5, 10.0)
+    with pytest.raises(ValueError, match="max_source_tokens must be a whole number in"):
+        CTranslate2Translator(ctranslate2_export, limits)
+    with pytest.raises(TypeError, match="not one string"):
+        CTranslate2Translator(ctranslate2_export).translate("Guten Morgen.")

@@ -1,0 +1,223 @@
+"""Translating with a CTranslate2 export exactly as the tfscones SavedModel translates.
+
+    translator = CTranslate2Translator("ct2/demo-scones")
+    translator.translate(["Guten Morgen."])  # [Hypothesis(text="Good morning.", ...)]
+
+`CTranslate2Translator` runs a folder that `tfscones export --format ctranslate2` wrote under the
+rules of `tfscones.serving.TranslationModule`, so its outputs equal the SavedModel's token for
+token:
+- sources are tokenised as the SavedModel does (text cut to `max_source_characters`, pieces cut
+  to `max_source_tokens - 1`, then EOS, which the export adds), and a source without pieces
+  translates to the empty string with score 0;
+- a sentence produces at most `min(floor(max_length_a * source_tokens + max_length_b),
+  max_output_tokens)` tokens, EOS included (`tfscones.decoding.common`); CTranslate2 takes one
+  limit per call, so the sentences of a batch are decoded in one call per distinct limit;
+- EOS may come first (`min_decoding_length=0`), with no length penalty, as in our decoders;
+- greedy search is exact for every head; beam search only for softmax models, and refused for
+  others (CTranslate2 would rank by log-softmax). Scores are sums of log-softmax over the output
+  tokens, EOS included, so a score is given for softmax models only (None otherwise); CTranslate2's
+  log-softmax is approximate, up to about 3e-5 off the exact sum;
+- beam search stops by CTranslate2's rule (the top beam ends, or `beam_size` hypotheses have
+  ended: patience 1), ours when no live beam can still win, so in rare cases their best
+  hypotheses could differ.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+import ctranslate2
+import numpy as np
+import sentencepiece
+
+from tfscones.data.vocab_ids import EOS_ID
+from tfscones.ranges import AT_LEAST_ONE
+from tfscones.serving.ctranslate2_export import (
+    BEAM,
+    SENTENCEPIECE_MODEL,
+    CTranslate2Info,
+)
+from tfscones.serving.module import CHARACTERS_PER_TOKEN, DEFAULT_MAX_BATCH_SIZE, RequestLimits
+
+DEFAULT_MAX_LENGTH_A = 1.5
+DEFAULT_MAX_LENGTH_B = 10.0
+
+
+class Hypothesis(NamedTuple):
+    """One decoded sentence.
+
+    Attributes:
+        ids: The output token ids, EOS included when the sentence produced it.
+        score: The sum of the tokens' log-probabilities for a softmax model; None for other
+            heads, whose scores CTranslate2 cannot compute.
+    """
+
+    ids: list[int]
+    score: float | None
+
+
+class Translation(NamedTuple):
+    """One translated sentence: its text and `Hypothesis.score`."""
+
+    text: str
+    score: float | None
+
+
+def default_limits(positions: int) -> RequestLimits:
+    """The SavedModel's default request limits for a model of `positions` positions."""
+    return RequestLimits(
+        max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+        max_source_tokens=positions,
+        max_output_tokens=positions,
+        max_source_characters=CHARACTERS_PER_TOKEN * positions,
+        max_length_a=DEFAULT_MAX_LENGTH_A,
+        max_length_b=DEFAULT_MAX_LENGTH_B,
+    )
+
+
+class CTranslate2Translator:
+    """A CTranslate2 `Translator` that decodes ids and text like the tfscones SavedModel.
+
+    Args:
+        model_dir: A folder written by `tfscones export --format ctranslate2`.
+        limits: Request limits (default: the SavedModel's defaults for the model's positions;
+            `max_batch_size` is not enforced). Token limits must fit the model's positions.
+        compute_type: CTranslate2's compute type: "default" (the export's weights), "float32",
+            "int8" (weights quantised when the model loads), ...
+        threads: CTranslate2's `intra_threads`, the threads one batch runs on.
+
+    Raises:
+        FileNotFoundError: If `model_dir` is not a tfscones CTranslate2 export.
+        ValueError: If a token limit exceeds the model's positions.
+    """
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike,
+        limits: RequestLimits | None = None,
+        compute_type: str = "default",
+        threads: int = 1,
+    ):
+        self.info = CTranslate2Info.read(model_dir)
+        self.limits = limits or default_limits(self.info.positions)
+        self.limits.check_fits(self.info.positions)
+        self.translator = ctranslate2.Translator(
+            str(model_dir), compute_type=compute_type, intra_threads=threads, inter_threads=1
+        )
+        vocabulary = Path(model_dir) / "shared_vocabulary.json"
+        self.pieces = json.loads(vocabulary.read_text(encoding="utf-8"))
+        self.piece_ids = {piece: i for i, piece in enumerate(self.pieces)}
+        self.sentencepiece = sentencepiece.SentencePieceProcessor(
+            model_file=str(Path(model_dir) / SENTENCEPIECE_MODEL)
+        )
+
+    def check_beam_size(self, beam_size: int) -> int:
+        """`beam_size` if it is a search exact for this model.
+
+        Raises:
+            ValueError: If it is not a whole number >= 1, or above 1 for a head other than
+                softmax.
+        """
+        AT_LEAST_ONE.check("beam_size", beam_size)
+        if beam_size > 1 and BEAM not in self.info.exact_searches:
+            raise ValueError(
+                f"beam search on CTranslate2 ranks hypotheses by log-softmax, and this model's "
+                f"head is {self.info.head}: only greedy search (beam_size=1) is its own. "
+                "Serve the SavedModel (tfscones export) for its beam search."
+            )
+        return beam_size
+
+    def output_limit(self, source_length: int) -> int:
+        """Most tokens a source of `source_length` tokens (EOS included) may produce."""
+        limits = self.limits
+        length = np.floor(
+            np.float32(limits.max_length_a) * np.float32(source_length)
+            + np.float32(limits.max_length_b)
+        )
+        return int(min(max(length, 1), limits.max_output_tokens))
+
+    def decode_ids(self, sources: list[list[int]], beam_size: int = 1) -> list[Hypothesis]:
+        """Decodes one batch of source pieces' ids (greedy at `beam_size=1`).
+
+        Args:
+            sources: Each source's piece ids, at least one, without EOS (the export adds it)
+                and at most `max_source_tokens - 1` of them.
+            beam_size: Beams; the best hypothesis is returned.
+
+        Returns:
+            One `Hypothesis` per source.
+
+        Raises:
+            ValueError: As `check_beam_size`.
+        """
+        self.check_beam_size(beam_size)
+        by_limit = collections.defaultdict(list)
+        for i, source in enumerate(sources):
+            by_limit[self.output_limit(len(source) + 1)].append(i)
+        hypotheses = [None] * len(sources)
+        for limit, indices in by_limit.items():
+            batch = [sources[i] for i in indices]
+            for i, hypothesis in zip(indices, self._decode(batch, beam_size, limit), strict=True):
+                hypotheses[i] = hypothesis
+        return hypotheses
+
+    def _decode(self, sources: list[list[int]], beam_size: int, limit: int) -> list[Hypothesis]:
+        """One CTranslate2 call: sources of the same output limit."""
+        results = self.translator.translate_batch(
+            [[self.pieces[i] for i in source] for source in sources],
+            beam_size=beam_size,
+            length_penalty=0.0,
+            max_decoding_length=limit,
+            min_decoding_length=0,
+            max_input_length=0,
+            return_end_token=True,
+            return_scores=True,
+        )
+        scored = BEAM in self.info.exact_searches
+        return [
+            Hypothesis(
+                [self.piece_ids[piece] for piece in result.hypotheses[0]],
+                result.scores[0] if scored else None,
+            )
+            for result in results
+        ]
+
+    def source_pieces(self, sentence: str) -> list[int]:
+        """A sentence's piece ids as the SavedModel makes them: text cut, pieces cut."""
+        text = sentence[: self.limits.max_source_characters]
+        return self.sentencepiece.encode(text)[: self.limits.max_source_tokens - 1]
+
+    def translate(self, sentences: list[str], beam_size: int = 1) -> list[Translation]:
+        """Translates one batch of sentences.
+
+        Args:
+            sentences: The batch; an empty or blank line translates to the empty string.
+            beam_size: Beams (1: greedy search).
+
+        Returns:
+            One `Translation` per sentence.
+
+        Raises:
+            TypeError: If `sentences` is one string.
+            ValueError: As `check_beam_size`.
+        """
+        if isinstance(sentences, str):
+            raise TypeError("sentences must be a list of strings, not one string.")
+        self.check_beam_size(beam_size)
+        sources = [self.source_pieces(sentence) for sentence in sentences]
+        texts = [i for i, source in enumerate(sources) if source]
+        hypotheses = self.decode_ids([sources[i] for i in texts], beam_size) if texts else []
+        empty_score = 0.0 if BEAM in self.info.exact_searches else None
+        translations = [Translation("", empty_score)] * len(sentences)
+        for i, hypothesis in zip(texts, hypotheses, strict=True):
+            text = self.sentencepiece.decode(_without_end(hypothesis.ids))
+            translations[i] = Translation(text, hypothesis.score)
+        return translations
+
+
+def _without_end(ids: list[int]) -> list[int]:
+    return ids[:-1] if ids and ids[-1] == EOS_ID else ids

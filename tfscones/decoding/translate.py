@@ -101,8 +101,13 @@ def cut_sources(
     A source of more than `max_source_length - 1` pieces is cut to that many (EOS comes last):
     `source_ids_for_model` keeps its first pieces only.
     """
-    pieces = tokenizer.tokenize(_as_strings(sentences)).row_lengths().numpy()
-    return {int(i): int(pieces[i]) for i in np.flatnonzero(pieces > max_source_length - 1)}
+    return _cut_rows(tokenizer.tokenize(_as_strings(sentences)), max_source_length)
+
+
+def _cut_rows(pieces: tf.RaggedTensor, max_source_length: int) -> dict[int, int]:
+    """The rows of `pieces` longer than `max_source_length - 1`, by index, with their lengths."""
+    lengths = pieces.row_lengths().numpy()
+    return {int(i): int(lengths[i]) for i in np.flatnonzero(lengths > max_source_length - 1)}
 
 
 LONG_SOURCES = ("warn", "error", "translate")
@@ -125,9 +130,19 @@ def check_long_sources(
         ValueError: For `error`, naming the first source too long and its length; for an
             unknown policy.
     """
+    _check_policy(policy)
+    cut = cut_sources(tokenizer, sentences, max_source_length)
+    _apply_policy(cut, len(sentences), max_source_length, policy)
+    return cut
+
+
+def _check_policy(policy: str) -> None:
     if policy not in LONG_SOURCES:
         raise ValueError(f"long_sources must be one of {', '.join(LONG_SOURCES)} (got {policy!r}).")
-    cut = cut_sources(tokenizer, sentences, max_source_length)
+
+
+def _apply_policy(cut: dict[int, int], count: int, max_source_length: int, policy: str) -> None:
+    """Refuses (`error`) or reports (`warn`) the sources `cut`, among `count`."""
     if cut and policy == "error":
         index, pieces = next(iter(cut.items()))
         raise ValueError(
@@ -140,13 +155,12 @@ def check_long_sources(
             "%d of %d sentences are longer than the model reads (%d pieces and EOS); each was "
             "translated from its first %d pieces: sentences %s%s",
             len(cut),
-            len(sentences),
+            count,
             max_source_length - 1,
             max_source_length - 1,
             shown,
             ", ..." if len(cut) > 10 else "",
         )
-    return cut
 
 
 def translate(
@@ -237,11 +251,15 @@ def translate_nbest(
         ValueError: If `batch_size` is not positive or `sentences` is not one-dimensional.
     """
     AT_LEAST_ONE.check("batch_size", batch_size)
+    _check_policy(long_sources)
     strings = _as_strings(sentences)
-    check_long_sources(tokenizer, strings, model.max_sequence_length, long_sources)
-    results: list[list[tuple[str, float]]] = [[] for _ in range(strings.shape[0])]
+    count, max_length = int(strings.shape[0]), model.max_sequence_length
+    pieces = tokenizer.tokenize(strings)
+    _apply_policy(_cut_rows(pieces, max_length), count, max_length, long_sources)
+    results: list[list[tuple[str, float]]] = [[] for _ in range(count)]
     decode = compiled_search(model, search, jit_compile, decoder)
-    for indices, output in _decoded_batches(model, tokenizer, strings, batch_size, decode):
+    source_ids = append_eos(pieces, max_length)
+    for indices, output in _decoded_batches(source_ids, batch_size, decode):
         count = output.ids.shape[1]
         texts = tokenizer.detokenize(tf.reshape(output.ids, [-1, output.ids.shape[2]])).numpy()
         scores = output.scores.numpy()
@@ -278,12 +296,11 @@ def _as_strings(sentences: Sequence[str] | tf.Tensor) -> tf.Tensor:
 
 
 def _decoded_batches(
-    model, tokenizer, strings, batch_size, decode
+    source_ids: tf.RaggedTensor, batch_size: int, decode
 ) -> Iterator[tuple[np.ndarray, NBest]]:
-    """Yields `(indices into strings, decode(source_ids))` per batch of similar lengths."""
-    if strings.shape[0] == 0:
+    """Yields `(row indices, decode(padded rows))` per batch of rows of similar lengths."""
+    if source_ids.shape[0] == 0:
         return
-    source_ids = source_ids_for_model(tokenizer, strings, model.max_sequence_length)
     order = np.argsort(source_ids.row_lengths().numpy(), kind="stable")
     for start in range(0, len(order), batch_size):
         batch_indices = order[start : start + batch_size]

@@ -1,0 +1,183 @@
+"""SCONES greedy against softmax beam search on CTranslate2: BLEU and sentences/s.
+
+    pip install ".[ctranslate2]"
+    python -m benchmarks.ctranslate2_heads --softmax RUN --scones RUN \
+        --source test.en --reference test.de --threads 1
+
+The claim (Stahlberg & Kumar 2022, Figure 2): SCONES greedy search reaches softmax beam search's
+BLEU, so on the fastest engine it gives beam-quality translations at greedy speed. Both runs are
+exported as SavedModels (4 beams) and for CTranslate2 (`tfscones.serving.ctranslate2_export`,
+float32; int8 weights are quantised from it when the model loads). Rows: SCONES greedy, softmax
+greedy and softmax beam 4 on CTranslate2 float32, CTranslate2 int8 and the SavedModel (greedy is
+exact on CTranslate2 for every head, beam search for softmax only). Columns: BLEU (sacrebleu) of
+the whole file translated in requests of the largest batch size, and sentences/s at each
+`--batch-sizes` (text in, text out, SentencePiece included), the median of `--repeats` passes
+after one warm-up request; within a pass every row runs once, so machine noise hits them alike.
+The last lines give SCONES greedy's sentences/s over softmax beam 4's on CTranslate2 and their
+BLEU difference (target: at least 2x, BLEU no lower).
+
+Both engines get `--threads` threads: TensorFlow's intra-op pool (its inter-op pool 1), fixed
+before TensorFlow runs anything, and CTranslate2's `intra_threads`; so each thread count is its
+own run of this program.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from tfscones.native_logs import import_tensorflow_quietly
+
+import_tensorflow_quietly()
+
+from benchmarks.ctranslate2_speed import SavedModelDecoder, batches  # noqa: E402
+from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
+from tfscones.commands.argument_types import positive_int  # noqa: E402
+from tfscones.data.text_lines import read_lines  # noqa: E402
+from tfscones.evaluation.metrics import corpus_bleu  # noqa: E402
+from tfscones.serving import RequestLimits, export_run  # noqa: E402
+from tfscones.serving.ctranslate2_export import export_ctranslate2  # noqa: E402
+from tfscones.serving.ctranslate2_translator import CTranslate2Translator  # noqa: E402
+from tfscones.serving.export import ExportSettings  # noqa: E402
+
+BEAM_SIZE = 4
+ROWS = (("SCONES", 1), ("softmax", 1), ("softmax", BEAM_SIZE))
+CTRANSLATE2 = "CTranslate2"
+CTRANSLATE2_INT8 = "CTranslate2 int8"
+SAVEDMODEL = "SavedModel"
+ENGINES = (CTRANSLATE2, CTRANSLATE2_INT8, SAVEDMODEL)
+
+
+def build_decoders(runs: dict[str, Path], folder: Path, threads: int) -> dict:
+    """Per (engine, model name): a decoder with `translate(sentences, beam_size)`."""
+    decoders = {}
+    for name, run in runs.items():
+        info = export_run(
+            folder / name / "savedmodel" / "1",
+            run=run,
+            settings=ExportSettings(beam_size=BEAM_SIZE, nbest=1),
+        )
+        limits = RequestLimits(**info["limits"])
+        ctranslate2_dir = export_ctranslate2(folder / name / "ctranslate2", run=run)["path"]
+        decoders[SAVEDMODEL, name] = SavedModelDecoder(Path(info["path"]), BEAM_SIZE)
+        decoders[CTRANSLATE2, name] = CTranslate2Translator(
+            ctranslate2_dir, limits, "float32", threads
+        )
+        decoders[CTRANSLATE2_INT8, name] = CTranslate2Translator(
+            ctranslate2_dir, limits, "int8", threads
+        )
+    return decoders
+
+
+def measure(
+    decoders: dict, sentences: list[str], batch_sizes: tuple[int, ...], repeats: int
+) -> tuple[dict, dict]:
+    """Translations (at the largest batch size) and median seconds per pass of every row.
+
+    Returns:
+        `(translations, seconds)`: per (engine, model, beam size) the translated texts, and per
+        (engine, model, beam size, batch size) the median seconds of one pass.
+    """
+    calls, translations = {}, {}
+    for engine in ENGINES:
+        for name, beam_size in ROWS:
+            decoder = decoders[engine, name]
+            for batch_size in batch_sizes:
+                requests = batches(sentences, batch_size)
+                decoder.translate(requests[0], beam_size)
+                calls[engine, name, beam_size, batch_size] = (
+                    lambda d=decoder, b=beam_size, r=requests: [
+                        text for x in r for text, _ in d.translate(x, b)
+                    ]
+                )
+    seconds = {key: [] for key in calls}
+    for _ in range(repeats):
+        for key, call in calls.items():
+            start = time.perf_counter()
+            texts = call()
+            seconds[key].append(time.perf_counter() - start)
+            if key[-1] == max(batch_sizes):
+                translations[key[:-1]] = texts
+    return translations, {key: statistics.median(values) for key, values in seconds.items()}
+
+
+def print_table(
+    translations: dict, seconds: dict, references: list[str], batch_sizes: tuple[int, ...]
+) -> None:
+    """The table of rows, then SCONES greedy against softmax beam 4 on CTranslate2."""
+    count = len(references)
+    bleu = {key: corpus_bleu(texts, references).score for key, texts in translations.items()}
+    speed_columns = " | ".join(f"sent/s, batch {size}" for size in batch_sizes)
+    print(f"\n| engine | model | search | BLEU | {speed_columns} |")
+    print("|---|---|---|---:|" + "---:|" * len(batch_sizes))
+    for engine in ENGINES:
+        for name, beam_size in ROWS:
+            search = "greedy" if beam_size == 1 else f"beam {beam_size}"
+            speeds = " | ".join(
+                f"{count / seconds[engine, name, beam_size, size]:.1f}" for size in batch_sizes
+            )
+            print(
+                f"| {engine} | {name} | {search} | {bleu[engine, name, beam_size]:.1f} | {speeds} |"
+            )
+    print()
+    for engine in (CTRANSLATE2, CTRANSLATE2_INT8):
+        difference = bleu[engine, "SCONES", 1] - bleu[engine, "softmax", BEAM_SIZE]
+        ratios = ", ".join(
+            f"{speed_ratio(seconds, engine, size):.2f}x at batch {size}" for size in batch_sizes
+        )
+        print(
+            f"{engine}: SCONES greedy / softmax beam {BEAM_SIZE} sentences/s {ratios}; "
+            f"BLEU {difference:+.1f}"
+        )
+
+
+def speed_ratio(seconds: dict, engine: str, batch_size: int) -> float:
+    """SCONES greedy's sentences/s over softmax beam search's, on one engine and batch size."""
+    beam = seconds[engine, "softmax", BEAM_SIZE, batch_size]
+    return beam / seconds[engine, "SCONES", 1, batch_size]
+
+
+def parse_arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--softmax", type=Path, required=True, help="softmax run folder")
+    parser.add_argument("--scones", type=Path, required=True, help="SCONES run folder")
+    parser.add_argument("--source", type=Path, required=True, help="source sentences")
+    parser.add_argument("--reference", type=Path, required=True, help="their references")
+    parser.add_argument("--count", type=positive_int, help="first N sentences (default all)")
+    parser.add_argument("--threads", type=positive_int, default=1, help="threads of each engine")
+    parser.add_argument("--repeats", type=positive_int, default=1, help="timed passes (median)")
+    parser.add_argument(
+        "--batch-sizes", type=positive_int, nargs="+", default=[1, 32], help="default 1 32"
+    )
+    arguments = parser.parse_args(argv)
+    for run in (arguments.softmax, arguments.scones):
+        for path in (run / "model.keras", run / "spm.model"):
+            if not path.is_file():
+                parser.error(f"{path} does not exist")
+    for path in (arguments.source, arguments.reference):
+        if not path.is_file():
+            parser.error(f"{path} does not exist")
+    return arguments
+
+
+def main(argv=None) -> None:
+    arguments = parse_arguments(argv)
+    run_tensorflow_on_threads(arguments.threads)
+    sentences = read_lines(arguments.source)[: arguments.count]
+    references = read_lines(arguments.reference)[: len(sentences)]
+    print(f"softmax {arguments.softmax}, SCONES {arguments.scones}")
+    print(f"{len(sentences)} sentences from {arguments.source}")
+    print(f"{arguments.threads} thread(s) per engine, median of {arguments.repeats} pass(es)")
+    runs = {"SCONES": arguments.scones, "softmax": arguments.softmax}
+    batch_sizes = tuple(sorted(set(arguments.batch_sizes)))
+    with tempfile.TemporaryDirectory() as folder:
+        decoders = build_decoders(runs, Path(folder), arguments.threads)
+        translations, seconds = measure(decoders, sentences, batch_sizes, arguments.repeats)
+    print_table(translations, seconds, references, batch_sizes)
+
+
+if __name__ == "__main__":
+    main()

@@ -133,7 +133,9 @@ def test_output_length_limits_follow_the_source_length():
     model = TableModel(make_table(SEQUENCES, 8), "softmax", max_sequence_length=7)
     assert max_output_length(model) == 7
     assert max_output_length(model, 20) == 20
-    with pytest.raises(ValueError, match=r"max_length must be a whole number in \[1, inf\) \(got 0\)"):
+    with pytest.raises(
+        ValueError, match=r"max_length must be a whole number in \[1, inf\) \(got 0\)"
+    ):
         max_output_length(model, 0)
     with pytest.raises(ValueError, match="max_length_a"):
         encode_source(model, source, 7, max_length_a=-1.0)

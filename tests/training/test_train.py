@@ -179,7 +179,14 @@ def test_ctrl_c_ends_with_where_the_last_backup_is(tiny_overrides, tmp_path):
     wait_for_backup(run_dir / "backup", process, timeout=300)
     time.sleep(1)
     process.send_signal(signal.SIGINT)
-    _, errors = process.communicate(timeout=120)
+    try:
+        _, errors = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, errors = process.communicate()
+        pytest.fail(
+            f"the run did not end within 300 s of Ctrl-C; its stderr ends:\n{errors[-3000:]}"
+        )
 
     assert process.returncode == 1 and "Traceback" not in errors
     last_line = errors.strip().splitlines()[-1]

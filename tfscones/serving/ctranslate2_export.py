@@ -52,7 +52,7 @@ from ctranslate2.specs import transformer_spec as specs
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, UNK_ID
 from tfscones.heads import SoftmaxHead
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer, load_model
-from tfscones.serving.export import ExportError, input_files
+from tfscones.serving.export import ExportError, input_files, staged_folder
 
 QUANTIZATIONS = ("float32", "int8_float32", "int8")
 """Weight types of an export: int8 weights are quantised once, when converted."""
@@ -289,21 +289,13 @@ def write_ctranslate2(
         positions=model.max_sequence_length,
         quantization=quantization,
     )
-    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    with staged_folder(out) as staging:
         _SpecWriter(spec).convert(str(staging), quantization=quantization)
         shutil.copyfile(spm, staging / SENTENCEPIECE_MODEL)
         (staging / EXPORT_INFO).write_text(
             json.dumps(dataclasses.asdict(info), indent=2) + "\n", encoding="utf-8"
         )
         (staging / "README.md").write_text(usage_readme(info), encoding="utf-8")
-        if out.exists():
-            out.rmdir()
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return info
 
 
@@ -393,6 +385,5 @@ def export_ctranslate2(
         model = load_model(checkpoint)
     except (OSError, ValueError, TypeError) as error:
         raise ExportError(f"cannot load the model {checkpoint}: {error}") from None
-    out.parent.mkdir(parents=True, exist_ok=True)
     info = write_ctranslate2(model, spm, out, quantization)
     return {"path": str(out), **dataclasses.asdict(info)}

@@ -16,10 +16,12 @@ signatures and the request limits.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import keras
@@ -169,15 +171,27 @@ def write_savedmodel(module: TranslationModule, out: Path) -> None:
         function = getattr(module, name)
         function.get_concrete_function()
         archive.add_endpoint(name, function)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
+    with staged_folder(out) as staging:
+        staging.mkdir()
         archive.write_out(str(staging), verbose=False)
         info = staging / EXPORT_INFO
         info.parent.mkdir(exist_ok=True)
         info.write_text(json.dumps(export_info(module), indent=2) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def staged_folder(out: Path) -> Iterator[Path]:
+    """A hidden sibling of `out` to write into, renamed to `out` when the block succeeds.
+
+    A server or user watching `out` never sees a half-written export. `out` may exist only as
+    an empty folder. On any error (Ctrl-C included) the sibling is removed and `out` is left as
+    it was. The sibling is not created: the block creates it.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        yield staging
         if out.exists():
             out.rmdir()
         staging.rename(out)

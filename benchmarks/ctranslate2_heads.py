@@ -14,7 +14,11 @@ the whole file translated in requests of the largest batch size, and sentences/s
 `--batch-sizes` (text in, text out, SentencePiece included), the median of `--repeats` passes
 after one warm-up request; within a pass every row runs once, so machine noise hits them alike.
 The last lines give SCONES greedy's sentences/s over softmax beam 4's on CTranslate2 and their
-BLEU difference (target: at least 2x, BLEU no lower).
+BLEU difference (target: at least 2x, BLEU no lower). CTranslate2 takes one output-length limit
+per call and our limit is per sentence (`CTranslate2Translator`): greedy search decodes a batch in
+one call (plus one for the few sentences that ran past their limit), beam search in one call per
+distinct limit, so at batch sizes above 1 beam search's CTranslate2 rows are slower than
+CTranslate2 could be with one limit for all; the ratio at batch 1 does not depend on this.
 
 Both engines get `--threads` threads: TensorFlow's intra-op pool (its inter-op pool 1), fixed
 before TensorFlow runs anything, and CTranslate2's `intra_threads`; so each thread count is its

@@ -125,6 +125,41 @@ def test_beam_search_is_exact_for_softmax_and_refused_for_other_heads(exported):
     )
 
 
+class CallCounting:
+    """A CTranslate2 translator that counts its `translate_batch` calls."""
+
+    def __init__(self, translator):
+        self.translator = translator
+        self.calls = 0
+
+    def translate_batch(self, *arguments, **settings):
+        self.calls += 1
+        return self.translator.translate_batch(*arguments, **settings)
+
+
+def test_a_batch_decodes_as_its_sentences_alone_in_few_calls(exported, monkeypatch):
+    _, translator = exported
+    sources = random_sources()
+    beam_sizes = (1, 4) if "beam" in translator.info.exact_searches else (1,)
+    for beam_size in beam_sizes:
+        alone = [translator.decode_ids([source], beam_size)[0] for source in sources]
+        counting = CallCounting(translator.translator)
+        monkeypatch.setattr(translator, "translator", counting)
+        batched = translator.decode_ids(sources, beam_size)
+        monkeypatch.undo()
+        assert [hypothesis.ids for hypothesis in batched] == [h.ids for h in alone]
+        assert [hypothesis.score for hypothesis in batched] == pytest.approx(
+            [hypothesis.score for hypothesis in alone], abs=SCORE_TOLERANCE
+        )
+        limits = [translator.output_limit(len(source) + 1) for source in sources]
+        if beam_size == 1:
+            # One call at the largest limit, then one per limit of the outputs cut by it.
+            cut = {limit for limit, h in zip(limits, alone, strict=True) if h.ids[-1:] != [EOS_ID]}
+            assert counting.calls == 1 + len(cut - {max(limits)})
+        else:
+            assert counting.calls == len(set(limits))
+
+
 def test_the_export_records_its_head_and_exact_searches(exported):
     model, translator = exported
     info = translator.info

@@ -11,7 +11,10 @@ token:
   translates to the empty string with score 0;
 - a sentence produces at most `min(floor(max_length_a * source_tokens + max_length_b),
   max_output_tokens)` tokens, EOS included (`tfscones.decoding.common`); CTranslate2 takes one
-  limit per call, so the sentences of a batch are decoded in one call per distinct limit;
+  limit per call, so greedy search decodes a batch at its largest limit and decodes again, at
+  their own limits, the few sentences that ran past theirs (a greedy output is the same at any
+  limit up to its length, so this is exact), and beam search, whose best hypothesis can change
+  with the limit, decodes a batch in one call per distinct limit;
 - EOS may come first (`min_decoding_length=0`), with no length penalty, as in our decoders;
 - greedy search is exact for every head; beam search only for softmax models, and refused for
   others (CTranslate2 would rank by log-softmax). Scores are sums of log-softmax over the output
@@ -27,6 +30,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -155,18 +159,37 @@ class CTranslate2Translator:
             ValueError: As `check_beam_size`.
         """
         self.check_beam_size(beam_size)
-        by_limit = collections.defaultdict(list)
-        for i, source in enumerate(sources):
-            by_limit[self.output_limit(len(source) + 1)].append(i)
-        hypotheses = [None] * len(sources)
-        for limit, indices in by_limit.items():
-            batch = [sources[i] for i in indices]
-            for i, hypothesis in zip(indices, self._decode(batch, beam_size, limit), strict=True):
-                hypotheses[i] = hypothesis
+        if not sources:
+            return []
+        limits = [self.output_limit(len(source) + 1) for source in sources]
+        if beam_size > 1:
+            hypotheses = [None] * len(sources)
+            self._decode_by_limit(sources, limits, range(len(sources)), beam_size, hypotheses)
+            return hypotheses
+        hypotheses = self._decode(sources, 1, max(limits))
+        too_long = [i for i, hypothesis in enumerate(hypotheses) if len(hypothesis.ids) > limits[i]]
+        self._decode_by_limit(sources, limits, too_long, 1, hypotheses)
         return hypotheses
 
+    def _decode_by_limit(
+        self,
+        sources: list[list[int]],
+        limits: list[int],
+        indices: Iterable[int],
+        beam_size: int,
+        hypotheses: list[Hypothesis | None],
+    ) -> None:
+        """Decodes the sources at `indices` into `hypotheses`, one call per distinct limit."""
+        by_limit = collections.defaultdict(list)
+        for i in indices:
+            by_limit[limits[i]].append(i)
+        for limit, group in by_limit.items():
+            batch = [sources[i] for i in group]
+            for i, hypothesis in zip(group, self._decode(batch, beam_size, limit), strict=True):
+                hypotheses[i] = hypothesis
+
     def _decode(self, sources: list[list[int]], beam_size: int, limit: int) -> list[Hypothesis]:
-        """One CTranslate2 call: sources of the same output limit."""
+        """One CTranslate2 call: every source decoded with output limit `limit`."""
         results = self.translator.translate_batch(
             [[self.pieces[i] for i in source] for source in sources],
             beam_size=beam_size,

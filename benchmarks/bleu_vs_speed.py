@@ -27,11 +27,10 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tfscones.data import Tokenizer  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import Search, translate  # noqa: E402
 from tfscones.evaluation import metrics  # noqa: E402
-from tfscones.models import load_model  # noqa: E402
+from tfscones.models import load_run  # noqa: E402
 
 
 def search_for(beam_size: int) -> Search:
@@ -93,13 +92,7 @@ def main(argv=None) -> None:
     references = read_lines(arguments.reference)
     if arguments.limit:
         sources, references = sources[: arguments.limit], references[: arguments.limit]
-    models = {
-        run.name: (
-            load_model(run / "model.keras"),
-            Tokenizer.from_file(run / "spm.model"),
-        )
-        for run in arguments.runs
-    }
+    models = {run.name: load_run(run) for run in arguments.runs}
     results: dict[str, list[tuple[int, dict]]] = {name: [] for name in models}
     for beam_size in arguments.beams:
         for name, (model, tokenizer) in models.items():

@@ -19,6 +19,8 @@ per call and our limit is per sentence (`CTranslate2Translator`): greedy search 
 one call (plus one for the few sentences that ran past their limit), beam search in one call per
 distinct limit, so at batch sizes above 1 beam search's CTranslate2 rows are slower than
 CTranslate2 could be with one limit for all; the ratio at batch 1 does not depend on this.
+`--output-limit N` gives every sentence the same limit, N tokens, on both engines (the
+SavedModel's `max_length_a = 0`, `max_length_b = N`): every CTranslate2 batch is then one call.
 
 Both engines get `--threads` threads: TensorFlow's intra-op pool (its inter-op pool 1), fixed
 before TensorFlow runs anything, and CTranslate2's `intra_threads`; so each thread count is its
@@ -28,12 +30,14 @@ own run of this program.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from tfscones.native_logs import import_tensorflow_quietly
+from tfscones.run_folder import RunFolder  # noqa: E402
 
 import_tensorflow_quietly()
 
@@ -55,15 +59,16 @@ SAVEDMODEL = "SavedModel"
 ENGINES = (CTRANSLATE2, CTRANSLATE2_INT8, SAVEDMODEL)
 
 
-def build_decoders(runs: dict[str, Path], folder: Path, threads: int) -> dict:
+def build_decoders(
+    runs: dict[str, Path], folder: Path, threads: int, output_limit: int | None
+) -> dict:
     """Per (engine, model name): a decoder with `translate(sentences, beam_size)`."""
+    settings = ExportSettings(beam_size=BEAM_SIZE, nbest=1)
+    if output_limit:
+        settings = dataclasses.replace(settings, max_length_a=0.0, max_length_b=float(output_limit))
     decoders = {}
     for name, run in runs.items():
-        info = export_run(
-            folder / name / "savedmodel" / "1",
-            run=run,
-            settings=ExportSettings(beam_size=BEAM_SIZE, nbest=1),
-        )
+        info = export_run(folder / name / "savedmodel" / "1", run=run, settings=settings)
         limits = RequestLimits(**info["limits"])
         ctranslate2_dir = export_ctranslate2(folder / name / "ctranslate2", run=run)["path"]
         decoders[SAVEDMODEL, name] = SavedModelDecoder(Path(info["path"]), BEAM_SIZE)
@@ -154,13 +159,17 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=positive_int, default=1, help="threads of each engine")
     parser.add_argument("--repeats", type=positive_int, default=1, help="timed passes (median)")
     parser.add_argument(
+        "--output-limit", type=positive_int, help="one output limit, in tokens, for every sentence"
+    )
+    parser.add_argument(
         "--batch-sizes", type=positive_int, nargs="+", default=[1, 32], help="default 1 32"
     )
     arguments = parser.parse_args(argv)
     for run in (arguments.softmax, arguments.scones):
-        for path in (run / "model.keras", run / "spm.model"):
-            if not path.is_file():
-                parser.error(f"{path} does not exist")
+        try:
+            RunFolder(run).check_decodable()
+        except FileNotFoundError as error:
+            parser.error(str(error))
     for path in (arguments.source, arguments.reference):
         if not path.is_file():
             parser.error(f"{path} does not exist")
@@ -175,10 +184,12 @@ def main(argv=None) -> None:
     print(f"softmax {arguments.softmax}, SCONES {arguments.scones}")
     print(f"{len(sentences)} sentences from {arguments.source}")
     print(f"{arguments.threads} thread(s) per engine, median of {arguments.repeats} pass(es)")
+    if arguments.output_limit:
+        print(f"every sentence may produce {arguments.output_limit} tokens, EOS included")
     runs = {"SCONES": arguments.scones, "softmax": arguments.softmax}
     batch_sizes = tuple(sorted(set(arguments.batch_sizes)))
     with tempfile.TemporaryDirectory() as folder:
-        decoders = build_decoders(runs, Path(folder), arguments.threads)
+        decoders = build_decoders(runs, Path(folder), arguments.threads, arguments.output_limit)
         translations, seconds = measure(decoders, sentences, batch_sizes, arguments.repeats)
     print_table(translations, seconds, references, batch_sizes)
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tfscones.native_logs import import_tensorflow_quietly
+from tfscones.run_folder import RunFolder  # noqa: E402
 
 import_tensorflow_quietly()
 
@@ -210,9 +211,12 @@ def parse_arguments(argv=None) -> argparse.Namespace:
         help="sentences per request (default 1 4 32)",
     )
     arguments = parser.parse_args(argv)
-    for path in (arguments.run / "model.keras", arguments.run / "spm.model", arguments.sentences):
-        if not path.is_file():
-            parser.error(f"{path} does not exist")
+    try:
+        RunFolder(arguments.run).check_decodable()
+    except FileNotFoundError as error:
+        parser.error(str(error))
+    if not arguments.sentences.is_file():
+        parser.error(f"{arguments.sentences} does not exist")
     for name in ("threads", "repeats"):
         if getattr(arguments, name) < 1:
             parser.error(f"--{name} must be at least 1")

@@ -46,11 +46,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from benchmarks.keras_hub_samplers import keras_hub_decode  # noqa: E402
-from tfscones.data import Tokenizer  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.data.vocab_ids import PAD_ID  # noqa: E402
 from tfscones.decoding import beam_search, greedy_decode, source_ids_for_model  # noqa: E402
-from tfscones.models import load_model  # noqa: E402
+from tfscones.models import load_run  # noqa: E402
+from tfscones.run_folder import RunFolder  # noqa: E402
 from tfscones.serving import (
     TranslationModule,  # noqa: E402
     write_savedmodel,  # noqa: E402
@@ -213,9 +213,12 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--baseline", type=Path, help="another SavedModel to time beside ours")
     parser.add_argument("--savedmodel-only", action="store_true", help="skip Table 2")
     arguments = parser.parse_args(argv)
-    for path in (arguments.run / "model.keras", arguments.run / "spm.model", arguments.sentences):
-        if not path.is_file():
-            parser.error(f"{path} does not exist")
+    try:
+        RunFolder(arguments.run).check_decodable()
+    except FileNotFoundError as error:
+        parser.error(str(error))
+    if not arguments.sentences.is_file():
+        parser.error(f"{arguments.sentences} does not exist")
     if arguments.baseline and not (arguments.baseline / "saved_model.pb").is_file():
         parser.error(f"{arguments.baseline} holds no saved_model.pb")
     return arguments
@@ -283,8 +286,7 @@ def main(argv=None) -> None:
     if arguments.threads:
         tf.config.threading.set_intra_op_parallelism_threads(arguments.threads)
         tf.config.threading.set_inter_op_parallelism_threads(arguments.threads)
-    model = load_model(arguments.run / "model.keras")
-    tokenizer = Tokenizer.from_file(arguments.run / "spm.model")
+    model, tokenizer = load_run(arguments.run)
     sentences = read_lines(arguments.sentences)[: arguments.count]
     print(f"{arguments.run}: {model.count_params():,} parameters, head {model.head}")
     print(f"{len(sentences)} sentences from {arguments.sentences}, median of {arguments.repeats}")

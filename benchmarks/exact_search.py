@@ -30,9 +30,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfscones.data import Tokenizer, read_sentence_pairs  # noqa: E402
+from tfscones.data import read_sentence_pairs  # noqa: E402
 from tfscones.decoding import exact_translate  # noqa: E402
-from tfscones.models import load_model  # noqa: E402
+from tfscones.models import load_run  # noqa: E402
 
 
 def parse_arguments() -> argparse.Namespace:
@@ -81,8 +81,7 @@ def main() -> None:
         f"| ceiling states/s |\n|{'-' * 30}|---|---|---|---|---|---|---|---|"
     )
     for run in arguments.runs:
-        model = load_model(run / "model.keras")
-        tokenizer = Tokenizer.from_file(run / "spm.model")
+        model, tokenizer = load_run(run)
         exact_translate(model, tokenizer, sentences[:2], state_budget=10)  # Traces the step.
         started = time.perf_counter()
         results = [

@@ -39,14 +39,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from benchmarks.peak_memory import fresh_process_environment, peak_extra_bytes  # noqa: E402
-from tfscones import losses  # noqa: E402
+from tfscones import heads  # noqa: E402
 
 LOSSES = {
-    "cross-entropy": (losses.SequenceCrossEntropy, {}, None),
-    "scones(α=0.5)": (losses.SconesLoss, {"alpha": 0.5}, 1.1),
-    "sparsemax": (losses.SparsemaxLoss, {}, 2.0),
-    "entmax-1.5": (losses.EntmaxLoss, {"alpha": 1.5}, 2.0),
-    "entmax-1.25 (bisection)": (losses.EntmaxLoss, {"alpha": 1.25}, None),
+    "cross-entropy": (heads.SequenceCrossEntropy, {}, None),
+    "scones(α=0.5)": (heads.SconesLoss, {"alpha": 0.5}, 1.1),
+    "sparsemax": (heads.SparsemaxLoss, {}, 2.0),
+    "entmax-1.5": (heads.EntmaxLoss, {"alpha": 1.5}, 2.0),
+    "entmax-1.25 (bisection)": (heads.EntmaxLoss, {"alpha": 1.25}, None),
 }
 BASELINE = "cross-entropy"
 XLA_TARGETS = {"scones(α=0.5)": 1.05, "entmax-1.5": 1.5}

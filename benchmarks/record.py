@@ -13,6 +13,7 @@ Record on a machine doing nothing else: a figure taken under load is not a figur
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -22,10 +23,21 @@ from pathlib import Path
 
 from tfscones.training.machine import describe_machine, load_average
 
+MAX_SLUG = 120
+HASH_CHARACTERS = 10
+
 
 def record_name(module: str, arguments: list[str]) -> str:
-    """The record's file stem: the module's last name and its arguments as a slug."""
+    """The record's file stem: the module's last name and its arguments as a slug.
+
+    A slug longer than `MAX_SLUG` characters (paths as arguments make long ones; file systems
+    take 255 bytes a name) keeps its beginning and ends with a hash of the whole, so that two
+    commands still get two names.
+    """
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", " ".join(arguments)).strip("-")
+    if len(slug) > MAX_SLUG:
+        digest = hashlib.sha1(slug.encode("utf-8")).hexdigest()[:HASH_CHARACTERS]
+        slug = f"{slug[: MAX_SLUG - HASH_CHARACTERS - 1].rstrip('-')}-{digest}"
     name = module.rsplit(".", 1)[-1]
     return f"{name}--{slug}" if slug else name
 
@@ -46,7 +58,13 @@ def run_benchmark(module: str, arguments: list[str]) -> tuple[str, int]:
 
 
 def record(module: str, arguments: list[str], out: Path) -> Path | None:
-    """Runs a benchmark and writes its record; None (nothing written) if it failed."""
+    """Runs a benchmark and writes its record; None (nothing written) if it failed.
+
+    The record's folder is made before the benchmark runs, so that a folder that cannot be
+    written fails at once, not after the run.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{record_name(module, arguments)}.json"
     load_before, started = load_average(), time.monotonic()
     output, status = run_benchmark(module, arguments)
     if status != 0:
@@ -59,8 +77,6 @@ def record(module: str, arguments: list[str], out: Path) -> Path | None:
         "load_average": {"start": load_before, "end": load_average()},
         "seconds": time.monotonic() - started,
     }
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{record_name(module, arguments)}.json"
     path.write_text(json.dumps(entry, indent=1) + "\n", encoding="utf-8")
     return path
 

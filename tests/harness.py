@@ -11,6 +11,9 @@ presets is made once:
   incremental decoder one step at a time (keras-hub's test idea: cached decoding must equal the
   full forward pass).
 - `saved_and_loaded`: a model written with `model.save` and read back with `load_model`.
+- `EVERY_HEAD`, `EVERY_HEAD_AND_BISECTION`: the registered heads (`tfscones.heads.HEAD_NAMES`),
+  over which the head, loss, decoder and export tests run, so a new head gets them all without
+  a list to edit.
 - `FakeStepModel`: the base of the decoder tests' fake models (`tfscones.decoding.StepModel`
   without a network), whose logits come from tables, so that a search's optimum is known; the
   tables themselves live beside those tests in `tests/decoding/`.
@@ -25,6 +28,10 @@ from tfscones import heads
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import EOS_ID
 from tfscones.models import Seq2SeqTransformer, load_model
+
+EVERY_HEAD = {name: heads.get(name) for name in heads.HEAD_NAMES}
+# Entmax at an α of neither closed form (1.5, 2) goes through bisection.
+EVERY_HEAD_AND_BISECTION = {**EVERY_HEAD, "entmax-1.3": heads.EntmaxHead(1.3, n_iter=40)}
 
 
 def tiny_model(

@@ -70,3 +70,12 @@ def test_a_page_without_records_says_so(tmp_path):
 )
 def test_record_names_say_which_benchmark_with_which_arguments(module, arguments, name):
     assert record_name(module, arguments) == name
+
+
+def test_long_arguments_make_a_short_name_that_still_tells_commands_apart():
+    runs = ["--softmax", "docs/reproduction/multi30k-softmax-seed1", "--source", "x" * 200]
+    names = {record_name("benchmarks.ctranslate2_heads", [*runs, "--threads", t]) for t in "12"}
+    assert len(names) == 2
+    for name in names:
+        assert name.startswith("ctranslate2_heads--softmax-docs-reproduction-multi30k")
+        assert len(name) <= len("ctranslate2_heads--") + 120

@@ -15,7 +15,7 @@ from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 6  # pad 0, eos 1, unk 2, bos 3 and two words, 4 and 5.
 WIDTH = 4  # At most 4 output tokens: every sequence can be enumerated.
-HEADS = ["softmax", "sigmoid", heads.EntmaxHead(alpha=1.5), heads.EntmaxHead(alpha=2.0)]
+HEADS = list(harness.EVERY_HEAD)
 # The fake model tells sentences apart by their first two tokens (`sentence_index`).
 SOURCE = tf.constant([[4, 5, 1], [5, 1, 0], [4, 4, 1], [5, 4, 1]], tf.int32)
 # max_length_a = 0 and max_length_b = WIDTH: every sentence may use the whole width.

@@ -126,7 +126,7 @@ def real_model_brute_force(model, source, limit, **inputs):
     return sequences[best], float(scores[best])
 
 
-@pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
+@pytest.mark.parametrize("head", list(harness.EVERY_HEAD))
 def test_on_a_real_model_exact_search_finds_the_enumerated_optimum(head):
     model = harness.tiny_model(8, head)
     source = tf.constant([[4, 5, 6, EOS_ID], [7, 5, EOS_ID, 0]], tf.int32)

@@ -187,7 +187,7 @@ def reference_greedy(model, source, limits):
     return sentences
 
 
-@pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
+@pytest.mark.parametrize("head", list(harness.EVERY_HEAD))
 def test_greedy_equals_argmax_of_the_full_forward_pass(head):
     model = tiny_model(head)
     limits = output_length_limits(REAL_SOURCE, 1.0, 2.0, 10).numpy()
@@ -227,7 +227,7 @@ def test_xla_and_graph_decoding_agree():
     np.testing.assert_allclose(xla.scores.numpy(), graph.scores.numpy(), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("head", ["softmax", "sigmoid", "entmax15"])
+@pytest.mark.parametrize("head", list(harness.EVERY_HEAD))
 def test_stopped_rows_leave_the_batch_and_the_output_is_the_same(head):
     model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=10, eos_bias=2.0)
     source = np.concatenate([REAL_SOURCE, REAL_SOURCE[::-1], REAL_SOURCE[:1]])

@@ -3,14 +3,15 @@ import pytest
 import tensorflow as tf
 
 from tests import harness
-from tfscones import activations, heads
+from tfscones import heads
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import greedy_decode, output_length_limits
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
+from tfscones.ops import entmax
 
 VOCAB = 9
 LENGTH = 8
-ALL_HEADS = ["softmax", "sigmoid", "entmax15", "sparsemax"]
+ALL_HEADS = list(harness.EVERY_HEAD)
 # The first step's logits of sentence 0: spread enough that entmax-1.5 and sparsemax keep some
 # tokens and prune others, and the three heads give clearly different distributions.
 FIRST_LOGITS = [-1.0, 2.5, 0.5, -2.0, 3.0, 2.8, 1.0, -0.5, 2.0]
@@ -177,14 +178,14 @@ def test_entmax_never_samples_a_zero_probability_token(head):
     output = decode(MarkovModel(table, head), num_samples=300, temperature=4.0)
     (b, s, t), tokens = produced_steps(output)
     alpha = heads.get(head).alpha
-    probabilities = activations.entmax(step_logits(table, output.ids.numpy()), alpha).numpy()
+    probabilities = entmax.entmax(step_logits(table, output.ids.numpy()), alpha).numpy()
     chosen = probabilities[b, s, t][np.arange(len(tokens)), tokens]
     assert np.all(chosen > 0.0)
     assert np.sum(probabilities[b, s, t] == 0.0) > len(tokens)  # There were zeros to avoid.
     # A softmax head on the same logits does sample tokens that entmax gives zero probability.
     softmax = decode(MarkovModel(table, "softmax"), num_samples=300, temperature=4.0)
     (b, s, t), tokens = produced_steps(softmax)
-    probabilities = activations.entmax(step_logits(table, softmax.ids.numpy()), alpha).numpy()
+    probabilities = entmax.entmax(step_logits(table, softmax.ids.numpy()), alpha).numpy()
     assert np.any(probabilities[b, s, t][np.arange(len(tokens)), tokens] == 0.0)
 
 

@@ -28,8 +28,7 @@ def test_seq2seq_transformer_is_a_step_model():
 def test_expert_adapter_is_a_step_model():
     model = harness.small_model(13, model_class=LatentExpertTransformer, num_experts=2, **SIZES)
     assert isinstance(model, StepModel)
-    experts = model.all_experts()
-    assert isinstance(experts, ParallelExperts)
+    experts = ParallelExperts(model)
     assert isinstance(experts, StepModel)
     source = experts.tile_sources(tf.constant([[5, 6, 1]]))
     assert greedy_decode(experts, source, max_length=3).ids.shape == (2, 3)

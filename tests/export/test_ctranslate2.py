@@ -6,6 +6,7 @@ an untrained model rarely ends early, so most outputs run to their length limit.
 """
 
 import ast
+import itertools
 import subprocess
 import sys
 
@@ -20,6 +21,7 @@ pytest.importorskip(
 
 from tests.export.conftest import VOCABULARY_SIZE  # noqa: E402
 from tests.harness import tiny_model  # noqa: E402
+from tfscones import heads  # noqa: E402
 from tfscones.commands import export as export_command  # noqa: E402
 from tfscones.data.vocab_ids import EOS_ID  # noqa: E402
 from tfscones.decoding import beam_search, greedy_decode  # noqa: E402
@@ -41,15 +43,21 @@ SOURCE_LENGTHS = (1, 2, 6, 11, 23)
 SCORE_TOLERANCE = 5e-5
 # With EOS this likely, greedy search ends some sources early (EOS may come first).
 EOS_LIKELY = {"eos_bias": 3.8}
+# Every registered head, with the four layouts in turn (pre- or post-norm, tied or untied).
+LAYOUTS = {
+    "post-norm, untied": {},
+    "pre-norm, tied": {"normalize_first": True, "tie_embeddings": True},
+    "post-norm, tied": {"tie_embeddings": True},
+    "pre-norm, untied": {"normalize_first": True},
+}
 MODELS = {
-    "softmax, post-norm, untied": {"head": "softmax"},
-    "softmax, pre-norm, tied": {"head": "softmax", "normalize_first": True, "tie_embeddings": True},
+    f"{name}, {layout}": {"head": name, **LAYOUTS[layout]}
+    for name, layout in zip(heads.HEAD_NAMES, itertools.cycle(LAYOUTS), strict=False)
+}
+MODELS |= {
+    "softmax, pre-norm, tied": {"head": "softmax", **LAYOUTS["pre-norm, tied"]},
     "softmax, EOS likely": {"head": "softmax", "tie_embeddings": True, **EOS_LIKELY},
-    "sigmoid, post-norm, tied": {"head": "sigmoid", "tie_embeddings": True},
     "sigmoid, pre-norm, EOS likely": {"head": "sigmoid", "normalize_first": True, **EOS_LIKELY},
-    "tanh, pre-norm, untied": {"head": "tanh", "normalize_first": True},
-    "entmax-1.5, post-norm, tied": {"head": "entmax15", "tie_embeddings": True},
-    "sparsemax, pre-norm, untied": {"head": "sparsemax", "normalize_first": True},
     "entmax α=1.3, post-norm": {"head": {"name": "entmax", "alpha": 1.3}},
 }
 

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfscones.decoding import decode_experts
 from tfscones.decoding.translate import source_ids_for_model
-from tfscones.models import LatentExpertTransformer, decode_experts
+from tfscones.models import LatentExpertTransformer
 from tfscones.serving import TranslationModule, write_savedmodel
 
 EXPERTS = 3

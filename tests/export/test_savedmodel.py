@@ -12,6 +12,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from tests import harness
+from tests.export.conftest import save_tiny_model
 from tfscones.commands import export as export_command
 from tfscones.decoding import source_ids_for_model, translate
 from tfscones.decoding.beam import beam_search
@@ -155,6 +157,26 @@ def test_a_tied_model_exports_its_transposed_table_and_translates_alike(
         assert_same_outputs(outputs, module_outputs(module, name, {"source": sentences}))
         translations.update(text(outputs["translations"]))
     assert len(translations) > 1
+
+
+@pytest.mark.parametrize("head", list(harness.EVERY_HEAD))
+def test_every_head_exports_and_its_loaded_signatures_equal_the_module(
+    head, run_dir, tokenizer, sentences, targets, tmp_path
+):
+    checkpoint = tmp_path / "model.keras"
+    save_tiny_model(checkpoint, seed=11, head=head)
+    out = tmp_path / "export" / "1"
+    savedmodel.export_run(out, checkpoint=checkpoint, spm=run_dir / "spm.model")
+    loaded = tf.saved_model.load(str(out))
+    module = TranslationModule(keras.models.load_model(checkpoint), tokenizer)
+    assert repr(module.model.head) == repr(harness.EVERY_HEAD[head])
+    for name in ("translate_beam", "score"):
+        inputs = signature_inputs(sentences, targets, module)[name]
+        outputs = loaded.signatures[name](**{key: tf.constant(v) for key, v in inputs.items()})
+        assert_same_outputs(
+            {key: value.numpy() for key, value in outputs.items()},
+            module_outputs(module, name, inputs),
+        )
 
 
 def test_loaded_signatures_equal_the_in_process_module(

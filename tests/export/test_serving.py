@@ -8,6 +8,7 @@ from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.decoding import (
     Search,
     greedy_decode,
+    score_texts,
     source_ids_for_model,
     translate,
     translate_nbest,
@@ -203,6 +204,20 @@ def test_score_never_scores_a_cut_target_and_needs_one_target_per_source(module)
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="as many targets as sources"):
         module.score(tf.constant(["a", "b"]), tf.constant(["a"]))
+
+
+def test_the_library_scores_strings_as_the_signature_does(module, sentences, targets):
+    sources = [*sentences[:4], "Hallo."]
+    candidates = [*targets[:4], "word " * 500]  # the last is too long to score whole
+    expected = module.score(tf.constant(sources), tf.constant(candidates))["scores"].numpy()
+    scores = score_texts(module.model, module.tokenizer, sources, candidates, batch_size=2)
+    assert np.isnan(scores[-1]) and np.isnan(expected[-1])
+    np.testing.assert_allclose(scores[:-1], expected[:-1], rtol=1e-5, atol=1e-4)
+    assert score_texts(module.model, module.tokenizer, [], []).shape == (0,)
+    with pytest.raises(ValueError, match="2 sources but 1 targets"):
+        score_texts(module.model, module.tokenizer, ["a", "b"], ["a"])
+    with pytest.raises(TypeError, match="not a string"):
+        score_texts(module.model, module.tokenizer, "a", "a")
 
 
 def test_invalid_settings_are_rejected(model, tokenizer):

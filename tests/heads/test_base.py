@@ -5,18 +5,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tests.heads.cases import HEAD_LOGITS
 from tfscones import heads
 
-ALL_HEADS = [
-    heads.SoftmaxHead(),
-    heads.SigmoidHead(),
-    heads.TanhHead(),
-    heads.EntmaxHead(1.5),
-    heads.EntmaxHead(2.0),
-    heads.EntmaxHead(1.3, n_iter=40),
-]
-HEAD_IDS = ["softmax", "sigmoid", "tanh", "entmax15", "sparsemax", "entmax-bisect"]
+ALL_HEADS = list(harness.EVERY_HEAD_AND_BISECTION.values())
+HEAD_IDS = list(harness.EVERY_HEAD_AND_BISECTION)
 # What each head's metrics() shows next to its loss, by metric name.
 METRIC_NAMES = {
     "softmax": set(),
@@ -189,19 +183,6 @@ REGISTERED = [
 @pytest.mark.parametrize("cls", REGISTERED, ids=lambda cls: cls.__name__)
 def test_keras_names_are_those_saved_models_use(cls):
     assert keras.saving.get_registered_name(cls) == f"tfscones>{cls.__name__}"
-
-
-def test_old_import_paths_give_the_moved_objects():
-    from tfscones import activations, loss_metrics, losses
-    from tfscones.heads import SigmoidHead
-    from tfscones.ops import entmax
-
-    assert SigmoidHead is heads.get("scones").__class__
-    assert losses.SconesLoss is heads.SconesLoss
-    assert losses.scones_terms is heads.scones.scones_terms
-    assert loss_metrics.SconesPositiveTerm is heads.SconesPositiveTerm
-    assert loss_metrics.EntmaxSupportSize is heads.EntmaxSupportSize
-    assert activations.entmax15 is entmax.entmax15 and activations.Entmax is entmax.Entmax
 
 
 def test_objects_saved_under_the_old_module_paths_still_load():

@@ -5,18 +5,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tests.heads.cases import SEQUENCE_LOGITS, SEQUENCE_TARGETS, copy_task
 from tfscones import heads
 
-ALL_LOSSES = [
-    heads.SconesLoss(alpha=0.5, label_smoothing=0.1),
-    heads.EntmaxLoss(alpha=1.5, label_smoothing=0.1),
-    heads.EntmaxLoss(alpha=1.25),
-    heads.SparsemaxLoss(label_smoothing=0.05),
-    heads.SequenceCrossEntropy(label_smoothing=0.1),
-    heads.TanhSconesLoss(alpha=0.5, label_smoothing=0.1),
-]
-LOSS_IDS = ["scones", "entmax15", "entmax-bisect", "sparsemax", "cross-entropy", "tanh"]
+# Each registered head's loss, label smoothing on.
+LOSSES = {
+    name: head.loss(label_smoothing=0.1) for name, head in harness.EVERY_HEAD_AND_BISECTION.items()
+}
+ALL_LOSSES = list(LOSSES.values())
+LOSS_IDS = list(LOSSES)
 
 
 @pytest.mark.parametrize("loss", ALL_LOSSES, ids=LOSS_IDS)

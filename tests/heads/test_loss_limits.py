@@ -11,16 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfscones import heads
+from tests import harness
 
-HEADS = {
-    "softmax": heads.SoftmaxHead(),
-    "scones": heads.SigmoidHead(),
-    "tanh": heads.TanhHead(),
-    "entmax-1.5": heads.EntmaxHead(alpha=1.5),
-    "sparsemax": heads.EntmaxHead(alpha=2.0),
-    "entmax-1.3": heads.EntmaxHead(alpha=1.3),
-}
+HEADS = harness.EVERY_HEAD_AND_BISECTION
 MODES = ["eager", "graph", "xla"]
 ROW = [1.0, 0.5, -0.5, 2.0]  # the gold token is 0
 

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tests import harness
-from tfscones import heads, losses
+from tfscones import heads
 from tfscones.decoding import Search, beam_search, greedy_decode
 from tfscones.decoding.experts import ParallelExperts, decode_experts
 from tfscones.models.latent_experts import LatentExpertTransformer
@@ -68,8 +68,8 @@ def separate_expert_losses(model, loss, targets=TARGET_OUT):
     "head, loss",
     [
         ("softmax", None),
-        ("sigmoid", losses.SconesLoss(alpha=0.3, label_smoothing=0.1)),
-        ("entmax15", losses.EntmaxLoss(alpha=1.5)),
+        ("sigmoid", heads.SconesLoss(alpha=0.3, label_smoothing=0.1)),
+        ("entmax15", heads.EntmaxLoss(alpha=1.5)),
     ],
 )
 def test_e_step_is_the_argmin_of_separate_forward_passes(head, loss):
@@ -157,8 +157,7 @@ def test_cached_decoding_of_each_expert_equals_its_full_forward_pass(head, overr
     # The experts are different decoders.
     assert np.abs(full[1] - full[0]).max() > 1e-3
     # All experts at once: row b * K + k of the tiled batch is sentence b with expert k.
-    experts = model.all_experts()
-    assert isinstance(experts, ParallelExperts)
+    experts = ParallelExperts(model)
     tiled_source = experts.tile_sources(SOURCE)
     stepped = stepped_logits(experts, tiled_source, np.repeat(TARGET_IN, 3, axis=0))
     np.testing.assert_allclose(stepped.reshape(6, 3, 6, VOCAB), np.stack(full, 1), atol=1e-4)
@@ -193,7 +192,7 @@ def test_parallel_greedy_decoding_of_all_experts():
     assert (ids[:, 0] != ids[:, 1]).any()
     # The decoders are unchanged: greedy search of the tiled sources gives the same rows, also
     # compiled with XLA.
-    experts = model.all_experts()
+    experts = ParallelExperts(model)
     decode = tf.function(
         lambda source: greedy_decode(
             experts, source, max_length=5, max_length_b=5, jit_compile=True

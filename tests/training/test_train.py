@@ -19,6 +19,7 @@ from tfscones.commands import demo, translate
 from tfscones.data import Tokenizer, default_bucket_lengths
 from tfscones.decoding import translate as translate_sentences
 from tfscones.models import load_model
+from tfscones.run_folder import RunFolder
 from tfscones.training import runner
 from tfscones.training.config import load_config
 
@@ -49,8 +50,11 @@ def test_training_writes_checkpoints_logs_results_and_translates(tiny_overrides,
     assert "averaged_dev_bleu" in results
     assert [p.name for p in (run_dir / "checkpoints").glob("epoch-*")] != []
     assert 0.0 <= results["test_bleu"] <= 100.0 and results["best_dev_bleu"] >= 0.0
-    for name in ("config.yaml", "spm.model", "model.keras", "checkpoints/last.keras"):
-        assert (run_dir / name).is_file(), name
+    run = RunFolder(run_dir)  # the layout every reader of a run folder relies on
+    files = (run.config, run.tokenizer, run.model, run.last_checkpoint, run.history, run.results)
+    for path in (*files, run.test_hypotheses, run.tokenizer_prefix.with_suffix(".vocab")):
+        assert path.is_file(), path
+    assert run.backup.is_dir() and run.logs.is_dir()
     assert list((run_dir / "logs" / "train").glob("events.out.tfevents.*"))
     history = read_history(run_dir)
     assert [row["epoch"] for row in history] == ["0", "1"]

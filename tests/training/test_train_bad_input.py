@@ -9,7 +9,7 @@ from tfscones.commands import train
 from tfscones.data import ParallelTextError
 from tfscones.training import runner
 from tfscones.training.config import config_to_dict, load_config
-from tfscones.training.run_folder import RunFolderError, check_run_folder
+from tfscones.training.resume_check import RunFolderError, check_run_folder
 
 DEMO_CONFIG = "demo_scones_a0.5"
 

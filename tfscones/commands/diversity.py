@@ -9,7 +9,7 @@ Every method produces K translations of each source (Shen et al. 2019, §4): the
 latent-expert model decoded greedily in one batched call (`--moe-run`, a run trained with
 `model.num_experts`), and, with the plain model of `--baseline-run`, K samples, K top-k samples,
 the K best of a beam of K, and diverse beam search with K groups of one beam. The table has
-the metrics of Shen et al. (2019) (`tfscones.diversity`): pairwise BLEU (lower is more
+the metrics of Shen et al. (2019) (`tfscones.evaluation.diversity`): pairwise BLEU (lower is more
 diverse), average oracle BLEU (higher is better), the number of references covered, and the
 human leave-one-out row; the plot is Figure 2 of Shen et al. (2019), average oracle BLEU
 against pairwise BLEU. Written to `OUT/diversity.md`, `OUT/diversity.json` and `OUT/diversity.png`.
@@ -36,7 +36,8 @@ from tfscones.evaluation.diverse_translations import (  # noqa: E402
     read_multiref,
     read_references,
 )
-from tfscones.models import check_run_files, load_run  # noqa: E402
+from tfscones.models import load_run  # noqa: E402
+from tfscones.run_folder import RunFolder  # noqa: E402
 
 
 def write_report(reports: dict[str, diversity.DiversityReport], out: Path) -> None:
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
             sources, references = read_references(arguments.source, arguments.references)
         for run in (arguments.moe_run, arguments.baseline_run):
             if run:
-                check_run_files(run)
+                RunFolder(run).check_decodable()
         limit = arguments.limit or None
         translations = all_translations(arguments, sources[:limit])
     except (OSError, ValueError) as error:

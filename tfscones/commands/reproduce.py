@@ -21,7 +21,7 @@ from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
 from tfscones.reproduction.plans import DEFAULT_DATA_DIR, PLANS
 from tfscones.reproduction.reproduce import AnalysisSettings, reproduce
 from tfscones.training.config import ConfigError
-from tfscones.training.run_folder import RunFolderError
+from tfscones.training.resume_check import RunFolderError
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from tfscones.data import ParallelTextError, VocabularyError
 from tfscones.data.text_lines import TextLineError
+from tfscones.run_folder import RunFolder
 from tfscones.training import runner
 from tfscones.training.callbacks import backed_up_step
 from tfscones.training.config import ConfigError, load_config, locate, shipped_configs
-from tfscones.training.run_folder import RunFolderError
+from tfscones.training.resume_check import RunFolderError
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -63,10 +64,11 @@ def interrupted_message(run_dir: Path | None) -> str:
     """What a user who pressed Ctrl-C needs: where the last backup is and how to resume."""
     if run_dir is None:
         return "interrupted before training started."
-    step = backed_up_step(run_dir / "backup")
+    backup = RunFolder(run_dir).backup
+    step = backed_up_step(backup)
     if step is None:
         return f"interrupted before the first backup: nothing in {run_dir} to resume from."
     return (
-        f"interrupted: the last backup is at step {step:,} in {run_dir / 'backup'}; the same "
+        f"interrupted: the last backup is at step {step:,} in {backup}; the same "
         "command resumes from it."
     )

@@ -31,6 +31,7 @@ from tfscones.data.text_lines import TextLineError, check_writable, read_lines, 
 from tfscones.decoding import Search, translate, translate_nbest
 from tfscones.decoding.translate import cut_sources
 from tfscones.models import load_model
+from tfscones.run_folder import RunFolder
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -71,8 +72,8 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
         parser.error(str(error))
     if arguments.run is None and (arguments.model is None or arguments.spm is None):
         parser.error("give --run, or both --model and --spm")
-    arguments.model = arguments.model or arguments.run / "model.keras"
-    arguments.spm = arguments.spm or arguments.run / "spm.model"
+    arguments.model = arguments.model or RunFolder(arguments.run).model
+    arguments.spm = arguments.spm or RunFolder(arguments.run).tokenizer
     for path in (arguments.model, arguments.spm):
         if not path.is_file():
             parser.error(f"{path} does not exist")

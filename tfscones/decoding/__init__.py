@@ -33,6 +33,7 @@ from tfscones.decoding.exact import (
 from tfscones.decoding.experts import ExpertStates, ParallelExperts, decode_experts
 from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
+from tfscones.decoding.scoring import TeacherForced, score_texts, teacher_forced
 from tfscones.decoding.search import METHODS, NBest, Search
 from tfscones.decoding.step import FrozenStepModel, StepModel
 from tfscones.decoding.translate import (
@@ -58,6 +59,7 @@ __all__ = [
     "Search",
     "FrozenStepModel",
     "StepModel",
+    "TeacherForced",
     "beam_search",
     "compiled_search",
     "decode_experts",
@@ -72,7 +74,9 @@ __all__ = [
     "output_length_limits",
     "per_model_function",
     "sample_decode",
+    "score_texts",
     "source_ids_for_model",
+    "teacher_forced",
     "translate",
     "translate_nbest",
 ]

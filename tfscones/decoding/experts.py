@@ -49,7 +49,7 @@ class ParallelExperts:
     from the source ids it is given, so the tiling happens before the decoder is called:
 
     ```python
-    experts = ParallelExperts(model)  # or model.all_experts()
+    experts = ParallelExperts(model)
     output = greedy_decode(experts, experts.tile_sources(source_ids))
     ids = tf.reshape(output.ids, [batch, model.num_experts, -1])  # [b, k]: expert k's output
     ```

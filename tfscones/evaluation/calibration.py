@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfscones.data.preprocessing import padding_mask, teacher_forcing_inputs
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.decoding.compiled import per_model_function
+from tfscones.decoding.scoring import teacher_forced
 from tfscones.decoding.translate import source_ids_for_model
 from tfscones.ranges import AT_LEAST_ONE
 
@@ -288,21 +288,16 @@ def compiled_force_decode(model: Any) -> tf.types.experimental.PolymorphicFuncti
 
 def _forced_statistics(model, source_ids, target_ids) -> dict[str, tf.Tensor | tf.RaggedTensor]:
     """Per-token statistics of one teacher-forced batch (see `compiled_force_decode`)."""
-    target_in = teacher_forcing_inputs(target_ids)
-    logits = model({"source_ids": source_ids, "target_in_ids": target_in}, training=False)
-    logits = tf.cast(logits, tf.float32)
-    log_scores = model.head.log_scores(logits)
-    confidences = tf.minimum(tf.reduce_max(model.head.probabilities(logits), axis=-1), 1.0)
-    predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
-    support_sizes = tf.reduce_sum(tf.cast(log_scores > -np.inf, tf.int32), axis=-1)
-    is_token = padding_mask(target_ids)
-    token_scores = tf.gather(log_scores, target_ids, batch_dims=2)
-    lengths = tf.reduce_sum(tf.cast(is_token, tf.int32), axis=1)
+    forced = teacher_forced(model, source_ids, target_ids)
+    confidences = tf.reduce_max(model.head.probabilities(forced.logits), axis=-1)
+    predictions = tf.argmax(forced.logits, axis=-1, output_type=tf.int32)
+    support_sizes = tf.reduce_sum(tf.cast(forced.log_scores > -np.inf, tf.int32), axis=-1)
+    lengths = forced.lengths
     return {
-        "confidences": tf.RaggedTensor.from_tensor(confidences, lengths=lengths),
+        "confidences": tf.RaggedTensor.from_tensor(tf.minimum(confidences, 1.0), lengths=lengths),
         "correct": tf.RaggedTensor.from_tensor(tf.equal(predictions, target_ids), lengths=lengths),
         "support_sizes": tf.RaggedTensor.from_tensor(support_sizes, lengths=lengths),
-        "sentence_scores": tf.reduce_sum(tf.where(is_token, token_scores, 0.0), axis=1),
+        "sentence_scores": forced.scores,
     }
 
 

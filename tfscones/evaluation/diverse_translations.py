@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 
 from tfscones.data.text_lines import read_lines
-from tfscones.decoding import Search, translate_nbest
+from tfscones.decoding import Search, decode_experts, translate_nbest
 from tfscones.decoding.translate import run_search
-from tfscones.models import decode_experts
 
 
 def baseline_searches(k: int, top_k: int, diversity_strength: float, seed: int) -> dict:

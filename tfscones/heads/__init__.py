@@ -31,6 +31,7 @@ __all__ = [
     "EntmaxHead",
     "EntmaxLoss",
     "EntmaxSupportSize",
+    "HEAD_NAMES",
     "OutputHead",
     "SconesLoss",
     "SconesNegativeTerm",
@@ -47,15 +48,18 @@ __all__ = [
     "serialize",
 ]
 
-_NAMED_HEADS = {
+_HEADS = {
     "softmax": SoftmaxHead,
     "sigmoid": SigmoidHead,
-    "scones": SigmoidHead,
     "tanh": TanhHead,
-    "entmax": EntmaxHead,
     "entmax15": lambda: EntmaxHead(alpha=1.5),
     "sparsemax": lambda: EntmaxHead(alpha=2.0),
 }
+_ALIASES = {"scones": SigmoidHead, "entmax": EntmaxHead}
+_NAMED_HEADS = {**_HEADS, **_ALIASES}
+
+HEAD_NAMES = tuple(_HEADS)
+"""One name per head `get` makes, aliases left out: what must cover every head iterates these."""
 
 
 def get(identifier: str | dict | OutputHead) -> OutputHead:

@@ -16,9 +16,9 @@ last paragraph).
 
 `LatentExpertTransformer` is a `Seq2SeqTransformer` with those K embeddings and the hard-EM
 `train_step`. Decoding every expert is decoding's business: `tfscones.decoding.experts` wraps the
-model for the unchanged decoders (`model.all_experts()`: each source tiled K times, row `b * K + k`
-decoded by expert k), and its `decode_experts` runs any `Search` that way and returns the K
-experts' hypotheses of every sentence.
+model for the unchanged decoders (`ParallelExperts(model)`: each source tiled K times, row
+`b * K + k` decoded by expert k), and its `decode_experts` runs any `Search` that way and returns
+the K experts' hypotheses of every sentence.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from tfscones.data.vocab_ids import BOS_ID, PAD_ID
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
 
 if TYPE_CHECKING:
-    from tfscones.decoding.experts import ParallelExperts
     from tfscones.models.decoder_step import SourceGroups
     from tfscones.models.seq2seq_transformer import StepWeights
 
@@ -128,7 +127,7 @@ class LatentExpertTransformer(Seq2SeqTransformer):
     `[batch]`), the decoder input id `expert_token_id(z)` = `vocabulary_size + z` at position 0
     (what `decode_step` takes), and BOS at position 0, which stands for expert 0. So a
     `LatentExpertTransformer` is a drop-in `Seq2SeqTransformer` whose plain decoding (BOS first)
-    is expert 0's, and `all_experts()` decodes every expert at once.
+    is expert 0's, and `tfscones.decoding.ParallelExperts(model)` decodes every expert at once.
 
     Training (`fit`) follows Algorithm 1: `train_step` chooses each pair's expert with
     `choose_experts` (dropout off, no gradient: the E-step), then runs Keras's own training step
@@ -386,19 +385,6 @@ class LatentExpertTransformer(Seq2SeqTransformer):
     def test_step(self, data):
         """Keras's evaluation step with each pair's best expert: the hard-EM loss (eq. 3)."""
         return super().test_step(self._with_chosen_experts(data, training=False))
-
-    def all_experts(self) -> ParallelExperts:
-        """This model as a decoder input that decodes every expert of every sentence at once.
-
-        The adapter belongs to decoding (`tfscones.decoding.experts`), imported on this call
-        only, so that importing the models does not import the decoders.
-
-        Returns:
-            A `tfscones.decoding.experts.ParallelExperts` over this model.
-        """
-        from tfscones.decoding.experts import ParallelExperts
-
-        return ParallelExperts(self)
 
     def get_config(self):
         config = super().get_config()

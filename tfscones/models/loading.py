@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import zipfile
-from pathlib import Path
 
 import keras
 
@@ -14,8 +13,7 @@ import tfscones.heads  # noqa: F401
 import tfscones.training.schedules  # noqa: F401
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
-
-RUN_FILES = ("model.keras", "spm.model")
+from tfscones.run_folder import RunFolder
 
 
 def load_model(path: str | os.PathLike, compile: bool = False) -> Seq2SeqTransformer:
@@ -41,23 +39,6 @@ def load_model(path: str | os.PathLike, compile: bool = False) -> Seq2SeqTransfo
         raise ValueError(f"{path} is not a readable .keras model file ({error})") from None
 
 
-def check_run_files(run_dir: str | os.PathLike) -> None:
-    """Checks that a training run folder holds what decoding needs, before anything loads.
-
-    Raises:
-        FileNotFoundError: Naming the folder and each missing file.
-    """
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise FileNotFoundError(f"{run_dir} is not a folder (give a training run's output_dir)")
-    missing = [name for name in RUN_FILES if not (run_dir / name).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"{run_dir} has no {' or '.join(missing)}: a training run folder holds "
-            f"{' and '.join(RUN_FILES)} once its first dev evaluation is done"
-        )
-
-
 def load_run(run_dir: str | os.PathLike) -> tuple[Seq2SeqTransformer, Tokenizer]:
     """The best model of a training run folder and its tokenizer.
 
@@ -65,6 +46,6 @@ def load_run(run_dir: str | os.PathLike) -> tuple[Seq2SeqTransformer, Tokenizer]
         FileNotFoundError: If the folder or one of its files is missing.
         ValueError: If `model.keras` or `spm.model` cannot be read as such.
     """
-    check_run_files(run_dir)
-    tokenizer = Tokenizer.from_file(Path(run_dir) / "spm.model")
-    return load_model(Path(run_dir) / "model.keras"), tokenizer
+    run = RunFolder(run_dir)
+    run.check_decodable()
+    return load_model(run.model), Tokenizer.from_file(run.tokenizer)

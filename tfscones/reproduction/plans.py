@@ -21,6 +21,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from tfscones.run_folder import RunFolder
+
 MULTI30K_FILES = {
     "train": ("multi30k-en-de/train.en", "multi30k-en-de/train.de"),
     "dev": ("multi30k-en-de/val.en", "multi30k-en-de/val.de"),
@@ -112,7 +114,7 @@ class Plan:
 
 def finished_results(out_dir: Path, run: PlannedRun) -> dict | None:
     """The run's `results.json`, or None if it has not finished."""
-    path = out_dir / run.name / "results.json"
+    path = RunFolder(out_dir / run.name).results
     if not path.is_file():
         return None
     return json.loads(path.read_text(encoding="utf-8"))

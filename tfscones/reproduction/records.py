@@ -16,9 +16,7 @@ import yaml
 
 from tfscones.evaluation.analysis import ModelAnalysis
 from tfscones.reproduction.plans import PlannedRun
-
-EVALUATION_FILE = "evaluation.json"
-ANALYSIS_FILE = "analysis.json"
+from tfscones.run_folder import RunFolder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,17 +65,17 @@ class RunRecord:
 
 def read_run(out_dir: Path, run: PlannedRun) -> RunRecord:
     """The run's record from `out_dir/<run name>/`."""
-    folder = out_dir / run.name
-    analysis_record = read_json(folder / ANALYSIS_FILE)
-    config_file = folder / "config.yaml"
+    folder = RunFolder(out_dir / run.name)
+    analysis_record = read_json(folder.analysis)
+    config_file = folder.config
     return RunRecord(
         run=run,
         config=yaml.safe_load(config_file.read_text(encoding="utf-8"))
         if config_file.is_file()
         else None,
-        results=read_json(folder / "results.json"),
-        history=_history(folder / "history.csv"),
-        evaluation=read_json(folder / EVALUATION_FILE),
+        results=read_json(folder.results),
+        history=_history(folder.history),
+        evaluation=read_json(folder.evaluation),
         analysis=ModelAnalysis.from_dict(analysis_record["analysis"]) if analysis_record else None,
         analysis_settings=analysis_record["settings"] if analysis_record else None,
     )

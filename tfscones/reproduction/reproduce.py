@@ -57,7 +57,8 @@ from tfscones.reproduction.plans import (
     Plan,
     PlannedRun,
 )
-from tfscones.reproduction.records import ANALYSIS_FILE, EVALUATION_FILE, read_run
+from tfscones.reproduction.records import read_run
+from tfscones.run_folder import RunFolder
 from tfscones.training import runner
 from tfscones.training.config import ExperimentConfig, data_path, load_config
 
@@ -154,7 +155,7 @@ def reproduce(
         step.action(run_config(run, out_dir, data_dir, overrides), settings, progress)
         done.append(f"{step.name} {run.name}")
     if plan.name in _COMPARISONS and all(
-        (out_dir / run.name / EVALUATION_FILE).is_file() for run in plan.runs(out_dir)
+        RunFolder(out_dir / run.name).evaluation.is_file() for run in plan.runs(out_dir)
     ):
         done += _COMPARISONS[plan.name](out_dir)
     return done
@@ -181,9 +182,11 @@ class _Step:
 
 def _steps() -> list[_Step]:
     return [
-        _Step("trained", lambda run, out, s: (out / run.name / "results.json").is_file(), _train),
+        _Step("trained", lambda run, out, s: RunFolder(out / run.name).results.is_file(), _train),
         _Step(
-            "evaluated", lambda run, out, s: (out / run.name / EVALUATION_FILE).is_file(), _evaluate
+            "evaluated",
+            lambda run, out, s: RunFolder(out / run.name).evaluation.is_file(),
+            _evaluate,
         ),
         _Step("analysed", _is_analysed, _analyse),
     ]
@@ -204,13 +207,13 @@ def _evaluate(config: ExperimentConfig, settings, progress) -> None:
     for name, search in (("greedy", Search()), ("beam4", Search("beam", beam_size=4))):
         scores = runner.evaluate(config.run_dir, sources, references, search)
         evaluation[name] = {"bleu": scores["bleu"], "chrf": scores["chrf"]}
-    _write_json(config.run_dir / EVALUATION_FILE, evaluation)
+    _write_json(RunFolder(config.run_dir).evaluation, evaluation)
 
 
 def _is_analysed(run: PlannedRun, out_dir: Path, settings: AnalysisSettings) -> bool:
     if not run.analysed:
         return True
-    path = out_dir / run.name / ANALYSIS_FILE
+    path = RunFolder(out_dir / run.name).analysis
     if not path.is_file():
         return False
     return json.loads(path.read_text(encoding="utf-8"))["settings"] == settings.as_dict()
@@ -230,7 +233,7 @@ def _analyse(config: ExperimentConfig, settings: AnalysisSettings, progress) -> 
         state_budget=settings.state_budget,
     )
     record = {"settings": settings.as_dict(), "analysis": dataclasses.asdict(analysis)}
-    _write_json(config.run_dir / ANALYSIS_FILE, record)
+    _write_json(RunFolder(config.run_dir).analysis, record)
 
 
 def _moe_comparison(out_dir: Path) -> list[str]:

@@ -30,6 +30,7 @@ import tensorflow as tf
 from tfscones import ranges
 from tfscones.data import Tokenizer
 from tfscones.models import load_model
+from tfscones.run_folder import RunFolder
 from tfscones.serving.module import (
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_REQUEST_BYTES,
@@ -96,8 +97,8 @@ def input_files(
         raise ExportError("give --run, or both --checkpoint and --spm")
     if run is not None and not Path(run).is_dir():
         raise ExportError(f"--run {run} is not a folder")
-    checkpoint = Path(checkpoint or Path(run) / "model.keras")
-    spm = Path(spm or Path(run) / "spm.model")
+    checkpoint = Path(checkpoint or RunFolder(run).model)
+    spm = Path(spm or RunFolder(run).tokenizer)
     for path in (checkpoint, spm):
         if not path.is_file():
             raise ExportError(f"{path} does not exist")

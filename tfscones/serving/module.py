@@ -51,12 +51,13 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from tfscones import ranges
-from tfscones.data.preprocessing import append_eos, padding_mask, teacher_forcing_inputs
+from tfscones.data.preprocessing import append_eos
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.beam import BeamOutput, beam_search
 from tfscones.decoding.experts import decode_experts
 from tfscones.decoding.greedy import greedy_decode
+from tfscones.decoding.scoring import teacher_forced
 from tfscones.decoding.search import Search
 from tfscones.decoding.step import FrozenStepModel
 from tfscones.models.latent_experts import LatentExpertTransformer
@@ -384,10 +385,11 @@ class TranslationModule(tf.Module):
         with tf.control_dependencies([check]):
             sources = self._source_ids(source)
             targets = self._tokenised(target, self.limits.max_output_tokens)
-        scored = _teacher_forced_scores(self.model, sources.ids, targets.ids)
-        scored["scores"] = tf.where(targets.truncated, math.nan, scored["scores"])
+        forced = teacher_forced(self.model, sources.ids, targets.ids.to_tensor(PAD_ID))
         return {
-            **scored,
+            "scores": tf.where(targets.truncated, math.nan, forced.scores),
+            "token_scores": forced.token_scores,
+            "lengths": forced.lengths,
             "source_truncated": sources.truncated,
             "target_truncated": targets.truncated,
         }
@@ -513,19 +515,3 @@ def _cut_after_end(source_ids: tf.Tensor) -> tf.Tensor:
     ends = tf.cast(tf.equal(source_ids, EOS_ID) | tf.equal(source_ids, PAD_ID), tf.int32)
     keep = tf.equal(tf.cumsum(ends, axis=1, exclusive=True), 0)
     return tf.where(keep, source_ids, PAD_ID)
-
-
-def _teacher_forced_scores(
-    model: Any, source_ids: tf.Tensor, target_out: tf.RaggedTensor
-) -> dict[str, tf.Tensor]:
-    """Per-token and summed head log scores of ragged targets (ending with EOS)."""
-    target_in = teacher_forcing_inputs(target_out).to_tensor(default_value=PAD_ID)
-    target_ids = target_out.to_tensor(default_value=PAD_ID)
-    logits = model({"source_ids": source_ids, "target_in_ids": target_in}, training=False)
-    token_scores = tf.gather(model.head.log_scores(logits), target_ids, batch_dims=2)
-    token_scores = tf.where(padding_mask(target_ids), token_scores, 0.0)
-    return {
-        "scores": tf.reduce_sum(token_scores, axis=1),
-        "token_scores": token_scores,
-        "lengths": tf.cast(target_out.row_lengths(), tf.int32),
-    }

@@ -46,23 +46,23 @@ from tfscones.data import (
     train_sentencepiece,
     translation_dataset,
 )
+from tfscones.decoding.scoring import check_text_pairs
 from tfscones.evaluation import metrics
 from tfscones.evaluation.analysis import ModelAnalysis, analyze_model
 from tfscones.models import (
     PRESETS,
     LatentExpertTransformer,
     Seq2SeqTransformer,
-    check_run_files,
     load_model,
     load_run,
 )
+from tfscones.run_folder import RunFolder
 from tfscones.serving.export import ExportSettings, export_run
-from tfscones.serving.module import TranslationModule
 from tfscones.training import callbacks, machine
 from tfscones.training.averaging import average_checkpoints
 from tfscones.training.config import ConfigError, ExperimentConfig, config_to_dict, data_path
 from tfscones.training.distribution import make_strategy, worker_index
-from tfscones.training.run_folder import check_run_folder
+from tfscones.training.resume_check import check_run_folder
 from tfscones.training.schedules import make_schedule
 
 logger = logging.getLogger("training")
@@ -142,7 +142,7 @@ def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
     `data.on_bad_line: skip` corpus with bad lines, or TFDS) it reads the usable pairs, written
     out for it, so that it sees exactly the sentences training sees.
     """
-    model_file = run_dir / "spm.model"
+    model_file = RunFolder(run_dir).tokenizer
     if not model_file.exists():
         data = config.data
         if data.source == "text" and not has_skipped_pairs(config):
@@ -153,7 +153,7 @@ def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
             inputs = _write_training_text(config, run_dir, data.sentencepiece_sample_lines)
         train_sentencepiece(
             inputs,
-            run_dir / "spm",
+            RunFolder(run_dir).tokenizer_prefix,
             vocab_size=data.vocabulary_size,
             input_sentence_size=data.sentencepiece_sample_lines,
             seed=config.training.seed,
@@ -376,7 +376,8 @@ def training_callbacks(
     progress line shows it and before the logs are written, and the backup comes last. The
     progress line goes to `progress` (a text stream; standard output if None).
     """
-    (run_dir / "checkpoints").mkdir(exist_ok=True)
+    run = RunFolder(run_dir)
+    run.checkpoints.mkdir(exist_ok=True)
     training = config.training
     budget = callbacks.TrainingBudget(training.steps, training.max_minutes, schedule)
     fit_callbacks = [
@@ -384,20 +385,20 @@ def training_callbacks(
             dev_sources,
             dev_references,
             tokenizer,
-            best_model_path=run_dir / "model.keras",
-            best_bleu=best_logged_bleu(run_dir / "history.csv"),
+            best_model_path=run.model,
+            best_bleu=best_logged_bleu(run.history),
         ),
         callbacks.ProgressLine(training.steps, budget, stream=progress),
-        keras.callbacks.ModelCheckpoint(run_dir / "checkpoints" / "last.keras"),
-        keras.callbacks.TensorBoard(run_dir / "logs"),
-        keras.callbacks.CSVLogger(run_dir / "history.csv", append=True),
+        keras.callbacks.ModelCheckpoint(run.last_checkpoint),
+        keras.callbacks.TensorBoard(run.logs),
+        keras.callbacks.CSVLogger(run.history, append=True),
         budget,
     ]
     if training.average_checkpoints > 1:
         fit_callbacks.append(
-            callbacks.EpochCheckpoints(run_dir / "checkpoints", training.average_checkpoints)
+            callbacks.EpochCheckpoints(run.checkpoints, training.average_checkpoints)
         )
-    backup = callbacks.StepBackup(run_dir / "backup", training.backup_every_steps, [budget])
+    backup = callbacks.StepBackup(run.backup, training.backup_every_steps, [budget])
     return fit_callbacks + [backup]
 
 
@@ -523,7 +524,7 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
     run_dir = worker_run_dir(config)
     check_run_folder(config, run_dir)
     tokenizer = prepare_tokenizer(config, run_dir)  # may refuse the data: no config.yaml yet
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    RunFolder(run_dir).config.write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
     model, schedule = compiled_model(config, tokenizer.vocab_size, strategy)
     fit_callbacks = training_callbacks(
@@ -544,7 +545,7 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
     if averaged_bleu is not None:
         results["averaged_dev_bleu"] = averaged_bleu
     results.update(evaluate_test(config, run_dir, tokenizer, model))
-    (run_dir / "results.json").write_text(json.dumps(results, indent=2))
+    RunFolder(run_dir).results.write_text(json.dumps(results, indent=2))
     logger.info("results: %s", results)
     return results
 
@@ -553,12 +554,12 @@ def evaluate_test(config, run_dir, tokenizer, model) -> dict:
     """Greedy test BLEU and chrF of the best model (the last one if none was kept)."""
     if not (config.data.test_source or config.data.source == "tfds"):
         return {}
-    best = run_dir / "model.keras"
+    best = RunFolder(run_dir).model
     if best.exists():
         model = load_model(best)
     sources, references = sentence_pairs(config, "test", config.data.test_sentences)
     hypotheses = decoding.translate(model, tokenizer, sources, long_sources="translate")
-    (run_dir / "test.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    RunFolder(run_dir).test_hypotheses.write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
     bleu = metrics.corpus_bleu(hypotheses, references)
     return {
         "test_bleu": bleu.score,
@@ -613,18 +614,17 @@ def score(run_dir: str | Path, sources: list[str], targets: list[str]) -> list[f
     A target's score is the sum of the head's log scores of its tokens, EOS included, under
     teacher forcing: the log-probability for softmax, Σ log P(z=1 | x, y) for the SCONES head
     (Stahlberg & Kumar 2022, eq. 3-4), -inf outside an entmax head's support. The same numbers
-    as the exported SavedModel's `score` signature.
+    as the exported SavedModel's `score` signature (`tfscones.decoding.score_texts`): a target
+    longer than the model's positions gets NaN.
 
     Raises:
         FileNotFoundError: If the folder or one of its files is missing.
+        TypeError: If `sources` or `targets` is one string.
         ValueError: If the two lists differ in length.
     """
-    if len(sources) != len(targets):
-        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    check_text_pairs(sources, targets)
     model, tokenizer = load_run(run_dir)
-    module = TranslationModule(model, tokenizer, max_batch_size=max(len(sources), 1))
-    scores = module.score(tf.constant(sources, tf.string), tf.constant(targets, tf.string))
-    return [float(value) for value in scores["scores"].numpy()]
+    return [float(value) for value in decoding.score_texts(model, tokenizer, sources, targets)]
 
 
 def export(run_dir: str | Path, out: str | Path, settings: ExportSettings | None = None) -> dict:
@@ -658,7 +658,7 @@ def analyze(
             before the first analysis starts).
     """
     for run_dir in run_dirs:
-        check_run_files(run_dir)
+        RunFolder(run_dir).check_decodable()
     analyses = {}
     for run_dir in run_dirs:
         model, tokenizer = load_run(run_dir)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from tfscones.run_folder import RunFolder
 from tfscones.training.config import ExperimentConfig, config_to_dict
 
 RESUMABLE_KEYS = frozenset(
@@ -32,7 +33,6 @@ RESUMABLE_KEYS = frozenset(
         "training.backup_every_steps",
     }
 )
-RUN_FILES = ("spm.model", "backup", "checkpoints", "model.keras", "history.csv")
 
 
 class RunFolderError(RuntimeError):
@@ -52,13 +52,13 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
             or if the folder holds run files without a `config.yaml` (empty folders hold
             nothing).
     """
-    saved_file = run_dir / "config.yaml"
+    saved_file = RunFolder(run_dir).config
     start_afresh = (
         f"resume with the same config, or start afresh in another folder "
         f"(output_dir=...) or after deleting {run_dir}."
     )
     if not saved_file.exists():
-        found = [name for name in RUN_FILES if _holds_a_file(run_dir / name)]
+        found = [path.name for path in RunFolder(run_dir).training_files() if _holds_a_file(path)]
         if found:
             raise RunFolderError(
                 f"{run_dir} holds {', '.join(found)} of a run without its config.yaml; "

@@ -1,0 +1,125 @@
+"""A training run's folder: the one place that names what it holds.
+
+`tfscones train` writes a run folder; decoding, export, analysis and the reproduction read it.
+Every one of them asks a `RunFolder` for a file's path instead of spelling its name:
+
+    run = RunFolder("runs/demo-scones")
+    run.check_decodable()             # model.keras and spm.model are there
+    model, tokenizer = load_model(run.model), Tokenizer.from_file(run.tokenizer)
+
+The folder holds:
+
+    config.yaml                 the experiment's config, every default filled in
+    spm.model, spm.vocab        the joint SentencePiece vocabulary (prefix `spm`)
+    model.keras                 the model of the best dev BLEU so far (or the averaged one)
+    checkpoints/last.keras      the last epoch's model; checkpoints/ also keeps epochs to average
+    backup/                     the step backup a killed run resumes from
+    logs/                       TensorBoard logs
+    history.csv                 one row of losses and dev BLEU per epoch
+    results.json                steps, best dev BLEU, test BLEU and chrF, machine, minutes
+    test.hyp                    the test set's greedy translations
+    evaluation.json, analysis.json   what `tfscones reproduce` adds (beam BLEU, analysis tables)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFolder:
+    """The paths of a training run folder's files.
+
+    Attributes:
+        path: The folder (a training config's `output_dir`).
+    """
+
+    path: Path
+
+    def __init__(self, path: str | os.PathLike):
+        object.__setattr__(self, "path", Path(path))
+
+    @property
+    def config(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def tokenizer_prefix(self) -> Path:
+        """The SentencePiece model prefix: training writes `<prefix>.model` and `.vocab`."""
+        return self.path / "spm"
+
+    @property
+    def tokenizer(self) -> Path:
+        """The SentencePiece model file."""
+        return self.path / "spm.model"
+
+    @property
+    def model(self) -> Path:
+        """The best (or averaged) model, what decoding and export read."""
+        return self.path / "model.keras"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def last_checkpoint(self) -> Path:
+        """The last epoch's model, optimizer state included."""
+        return self.checkpoints / "last.keras"
+
+    @property
+    def backup(self) -> Path:
+        """The step backup's folder."""
+        return self.path / "backup"
+
+    @property
+    def logs(self) -> Path:
+        """TensorBoard's folder."""
+        return self.path / "logs"
+
+    @property
+    def history(self) -> Path:
+        return self.path / "history.csv"
+
+    @property
+    def results(self) -> Path:
+        return self.path / "results.json"
+
+    @property
+    def test_hypotheses(self) -> Path:
+        return self.path / "test.hyp"
+
+    @property
+    def evaluation(self) -> Path:
+        """Greedy and beam BLEU and chrF that `tfscones reproduce` adds."""
+        return self.path / "evaluation.json"
+
+    @property
+    def analysis(self) -> Path:
+        """The analysis tables that `tfscones reproduce` adds."""
+        return self.path / "analysis.json"
+
+    def training_files(self) -> tuple[Path, ...]:
+        """What a run leaves once it has started: a folder holding any of them holds a run."""
+        return (self.tokenizer, self.backup, self.checkpoints, self.model, self.history)
+
+    def check_decodable(self) -> None:
+        """Checks that the folder holds what decoding needs, before anything loads.
+
+        Raises:
+            FileNotFoundError: Naming the folder and each missing file.
+        """
+        if not self.path.is_dir():
+            raise FileNotFoundError(
+                f"{self.path} is not a folder (give a training run's output_dir)"
+            )
+        needed = (self.model, self.tokenizer)
+        missing = [path.name for path in needed if not path.is_file()]
+        if missing:
+            raise FileNotFoundError(
+                f"{self.path} has no {' or '.join(missing)}: a training run folder holds "
+                f"{' and '.join(path.name for path in needed)} once its first dev evaluation "
+                "is done"
+            )

@@ -37,13 +37,12 @@ import time
 from pathlib import Path
 
 from tfscones.native_logs import import_tensorflow_quietly
-from tfscones.run_folder import RunFolder  # noqa: E402
 
 import_tensorflow_quietly()
 
 from benchmarks.ctranslate2_speed import SavedModelDecoder, batches  # noqa: E402
 from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
-from tfscones.commands.argument_types import positive_int  # noqa: E402
+from tfscones.commands.argument_types import decodable_run, positive_int  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.evaluation.metrics import corpus_bleu  # noqa: E402
 from tfscones.serving import RequestLimits, export_run  # noqa: E402
@@ -151,8 +150,8 @@ def speed_ratio(seconds: dict, engine: str, batch_size: int) -> float:
 
 def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--softmax", type=Path, required=True, help="softmax run folder")
-    parser.add_argument("--scones", type=Path, required=True, help="SCONES run folder")
+    parser.add_argument("--softmax", type=decodable_run, required=True, help="softmax run")
+    parser.add_argument("--scones", type=decodable_run, required=True, help="SCONES run")
     parser.add_argument("--source", type=Path, required=True, help="source sentences")
     parser.add_argument("--reference", type=Path, required=True, help="their references")
     parser.add_argument("--count", type=positive_int, help="first N sentences (default all)")
@@ -165,11 +164,6 @@ def parse_arguments(argv=None) -> argparse.Namespace:
         "--batch-sizes", type=positive_int, nargs="+", default=[1, 32], help="default 1 32"
     )
     arguments = parser.parse_args(argv)
-    for run in (arguments.softmax, arguments.scones):
-        try:
-            RunFolder(run).check_decodable()
-        except FileNotFoundError as error:
-            parser.error(str(error))
     for path in (arguments.source, arguments.reference):
         if not path.is_file():
             parser.error(f"{path} does not exist")

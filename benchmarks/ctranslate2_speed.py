@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from tfscones.commands.argument_types import decodable_run  # noqa: E402
 from tfscones.native_logs import import_tensorflow_quietly
-from tfscones.run_folder import RunFolder  # noqa: E402
 
 import_tensorflow_quietly()
 
@@ -196,7 +196,7 @@ def build_decoders(run: Path, folder: Path, threads: int) -> dict:
 
 def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, required=True, help="run with model.keras, spm.model")
+    parser.add_argument("--run", type=decodable_run, required=True, help="training run folder")
     parser.add_argument("--sentences", type=Path, required=True, help="source sentences")
     parser.add_argument("--count", type=int, default=None, help="sentences timed (default all)")
     parser.add_argument("--check", type=int, default=200, help="sentences checked (0: none)")
@@ -211,10 +211,6 @@ def parse_arguments(argv=None) -> argparse.Namespace:
         help="sentences per request (default 1 4 32)",
     )
     arguments = parser.parse_args(argv)
-    try:
-        RunFolder(arguments.run).check_decodable()
-    except FileNotFoundError as error:
-        parser.error(str(error))
     if not arguments.sentences.is_file():
         parser.error(f"{arguments.sentences} does not exist")
     for name in ("threads", "repeats"):

@@ -46,11 +46,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from benchmarks.keras_hub_samplers import keras_hub_decode  # noqa: E402
+from tfscones.commands.argument_types import decodable_run  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.data.vocab_ids import PAD_ID  # noqa: E402
 from tfscones.decoding import beam_search, greedy_decode, source_ids_for_model  # noqa: E402
 from tfscones.models import load_run  # noqa: E402
-from tfscones.run_folder import RunFolder  # noqa: E402
 from tfscones.serving import (
     TranslationModule,  # noqa: E402
     write_savedmodel,  # noqa: E402
@@ -203,7 +203,7 @@ def print_ratios(
 
 def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, required=True, help="run with model.keras, spm.model")
+    parser.add_argument("--run", type=decodable_run, required=True, help="training run folder")
     parser.add_argument("--sentences", type=Path, required=True, help="source sentences")
     parser.add_argument("--count", type=int, default=64, help="sentences decoded per pass")
     parser.add_argument("--repeats", type=int, default=3)
@@ -213,10 +213,6 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--baseline", type=Path, help="another SavedModel to time beside ours")
     parser.add_argument("--savedmodel-only", action="store_true", help="skip Table 2")
     arguments = parser.parse_args(argv)
-    try:
-        RunFolder(arguments.run).check_decodable()
-    except FileNotFoundError as error:
-        parser.error(str(error))
     if not arguments.sentences.is_file():
         parser.error(f"{arguments.sentences} does not exist")
     if arguments.baseline and not (arguments.baseline / "saved_model.pb").is_file():

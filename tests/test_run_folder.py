@@ -1,0 +1,33 @@
+"""The run folder's layout as one value, and the flag type that checks a run can be decoded."""
+
+import argparse
+
+import pytest
+
+from tfscones.commands.argument_types import decodable_run
+from tfscones.run_folder import RunFolder
+
+
+def test_a_run_folder_names_its_files_inside_it(tmp_path):
+    run = RunFolder(str(tmp_path))
+    paths = [run.config, run.tokenizer, run.model, run.history, run.results, run.test_hypotheses]
+    paths += [run.last_checkpoint, run.backup, run.logs, run.evaluation, run.analysis]
+    assert len(set(paths)) == len(paths)
+    assert all(tmp_path in path.parents for path in paths)
+    assert run.tokenizer == run.tokenizer_prefix.with_suffix(".model")
+    assert run.last_checkpoint.parent == run.checkpoints
+
+
+def test_a_run_is_decodable_with_its_model_and_tokenizer_only(tmp_path):
+    run = RunFolder(tmp_path / "run")
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        run.check_decodable()
+    run.path.mkdir()
+    run.model.write_text("")
+    with pytest.raises(FileNotFoundError, match=r"has no spm\.model: a training run folder holds"):
+        run.check_decodable()
+    with pytest.raises(argparse.ArgumentTypeError, match=r"has no spm\.model"):
+        decodable_run(str(run.path))
+    run.tokenizer.write_text("")
+    run.check_decodable()
+    assert decodable_run(str(run.path)) == run.path

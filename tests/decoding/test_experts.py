@@ -5,8 +5,6 @@ import pathlib
 import subprocess
 import sys
 
-import tfscones.decoding
-import tfscones.decoding.experts
 import tfscones.models
 
 

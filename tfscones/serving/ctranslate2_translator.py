@@ -39,6 +39,7 @@ import numpy as np
 import sentencepiece
 
 from tfscones.data.vocab_ids import EOS_ID
+from tfscones.decoding import common
 from tfscones.ranges import AT_LEAST_ONE
 from tfscones.serving.ctranslate2_export import (
     BEAM,
@@ -46,9 +47,6 @@ from tfscones.serving.ctranslate2_export import (
     CTranslate2Info,
 )
 from tfscones.serving.module import CHARACTERS_PER_TOKEN, DEFAULT_MAX_BATCH_SIZE, RequestLimits
-
-DEFAULT_MAX_LENGTH_A = 1.5
-DEFAULT_MAX_LENGTH_B = 10.0
 
 
 class Hypothesis(NamedTuple):
@@ -78,8 +76,8 @@ def default_limits(positions: int) -> RequestLimits:
         max_source_tokens=positions,
         max_output_tokens=positions,
         max_source_characters=CHARACTERS_PER_TOKEN * positions,
-        max_length_a=DEFAULT_MAX_LENGTH_A,
-        max_length_b=DEFAULT_MAX_LENGTH_B,
+        max_length_a=float(common.DEFAULT_MAX_LENGTH_A),
+        max_length_b=float(common.DEFAULT_MAX_LENGTH_B),
     )
 
 

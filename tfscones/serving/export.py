@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from tfscones import ranges
 from tfscones.data import Tokenizer
+from tfscones.decoding import common
 from tfscones.models import load_model
 from tfscones.run_folder import RunFolder
 from tfscones.serving.module import (
@@ -70,8 +71,8 @@ class ExportSettings:
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     max_source_tokens: int | None = None
     max_output_tokens: int | None = None
-    max_length_a: float = 1.5
-    max_length_b: float = 10.0
+    max_length_a: float = common.DEFAULT_MAX_LENGTH_A
+    max_length_b: float = common.DEFAULT_MAX_LENGTH_B
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
     def __post_init__(self):

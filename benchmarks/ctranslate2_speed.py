@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from tfscones.commands.argument_types import decodable_run  # noqa: E402
+from tfscones.commands.argument_types import decodable_run, positive_int  # noqa: E402
 from tfscones.native_logs import import_tensorflow_quietly
 
 import_tensorflow_quietly()
@@ -201,11 +201,11 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=None, help="sentences timed (default all)")
     parser.add_argument("--check", type=int, default=200, help="sentences checked (0: none)")
     parser.add_argument("--tolerance", type=float, default=5e-5, help="largest score difference")
-    parser.add_argument("--threads", type=int, default=1, help="threads of each engine")
-    parser.add_argument("--repeats", type=int, default=1, help="timed passes (median)")
+    parser.add_argument("--threads", type=positive_int, default=1, help="threads of each engine")
+    parser.add_argument("--repeats", type=positive_int, default=1, help="timed passes (median)")
     parser.add_argument(
         "--batch-sizes",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=list(BATCH_SIZES),
         help="sentences per request (default 1 4 32)",
@@ -213,11 +213,6 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     arguments = parser.parse_args(argv)
     if not arguments.sentences.is_file():
         parser.error(f"{arguments.sentences} does not exist")
-    for name in ("threads", "repeats"):
-        if getattr(arguments, name) < 1:
-            parser.error(f"--{name} must be at least 1")
-    if min(arguments.batch_sizes) < 1:
-        parser.error(f"--batch-sizes must be at least 1, got {arguments.batch_sizes}")
     return arguments
 
 

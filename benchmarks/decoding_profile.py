@@ -31,7 +31,7 @@ import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
 from tfscones.data.text_lines import read_lines  # noqa: E402
 
 # (piece, pattern on the op's name or type); the first match wins. Both the names of the
-# keras-hub layers (the decoders before issue 14) and of `tfscones.models.decoder_step` match.
+# keras-hub layers (the decoders before issue 14) and of `tfscones.models.stepping` match.
 PIECES = (
     ("SentencePiece and text", r"Sentencepiece|Unicode|Substr|Ragged|StringJoin|Detokenize"),
     ("cache: reorder (beam gather)", r"while/(reorder_cache/|GatherV2_9$)"),

@@ -1,7 +1,7 @@
 """keras-hub's `GreedySampler` and `BeamSampler` driving a `Seq2SeqTransformer`, for comparison.
 
 keras-hub's samplers decode a prompt with a `next(prompt, cache, index)` callback. Here the
-prompt is BOS followed by padding, the callback runs `model.decode_step` on the token at
+prompt is BOS followed by padding, the callback runs the stepper's `decode_step` on the token at
 `index - 1`, and only the self-attention cache travels in the sampler's cache (which
 `BeamSampler` reorders every step), exactly as in our beam search; the encoder outputs and the
 cross-attention cache are computed once and tiled per beam, also as ours. `BeamSampler` scores
@@ -31,14 +31,15 @@ def keras_hub_decode(model: Any, source_ids: tf.Tensor, width: int, beam_size: i
         int32 `[batch, width + 1]`: BOS, then the output tokens (stopping positions filled as
         keras-hub leaves them).
     """
+    stepper = model.stepper()
     batch_size = tf.shape(source_ids)[0]
-    encoder_outputs, padding_mask = model.encode(source_ids)
-    cross_cache = model.cross_attention_cache(encoder_outputs)
+    encoder_outputs, padding_mask = stepper.encode(source_ids)
+    cross_cache = stepper.cross_attention_cache(encoder_outputs)
     tiled = [tf.repeat(t, beam_size, axis=0) for t in (encoder_outputs, padding_mask, cross_cache)]
 
     def next_logits(prompt, cache, index):
         token = tf.gather(prompt, index - 1, axis=1)
-        logits, cache = model.decode_step(
+        logits, cache = stepper.decode_step(
             token, tiled[0], tiled[1], cache, index - 1, cross_attention_cache=tiled[2]
         )
         return logits, None, cache
@@ -56,7 +57,7 @@ def keras_hub_decode(model: Any, source_ids: tf.Tensor, width: int, beam_size: i
     return sampler(
         next_logits,
         prompt,
-        cache=model.initial_cache(batch_size, width + 1),
+        cache=stepper.initial_cache(batch_size, width + 1),
         index=1,
         mask=mask,
         stop_token_ids=[EOS_ID],

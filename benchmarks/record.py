@@ -5,8 +5,9 @@
 
 Runs `python -m MODULE ARGS...` in a fresh process, shows its output as it comes, and writes
 `OUT/<module>--<arguments>.json`: the command, its whole standard output, the machine
-(`tfscones.training.machine.describe_machine`), the one-minute load average before and after
-(anything else running shows there) and how long it ran. A failed benchmark writes nothing.
+(`tfscones.training.machine.describe_machine`), the code (`code_version`: version, commit), the
+one-minute load average before and after (anything else running shows there) and how long it
+ran. A failed benchmark writes nothing.
 Record on a machine doing nothing else: a figure taken under load is not a figure.
 """
 
@@ -21,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from tfscones.training.machine import describe_machine, load_average
+from tfscones.training.machine import code_version, describe_machine, load_average
 
 MAX_SLUG = 120
 HASH_CHARACTERS = 10
@@ -75,6 +76,7 @@ def record(module: str, arguments: list[str], out: Path) -> Path | None:
         "output": output,
         "machine": describe_machine(),
         "load_average": {"start": load_before, "end": load_average()},
+        "code": code_version(),
         "seconds": time.monotonic() - started,
     }
     path.write_text(json.dumps(entry, indent=1) + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Test settings shared by every test module: quiet TensorFlow logs, fixed seeds."""
+"""Test settings shared by every test module: quiet TensorFlow logs, fixed seeds, dtype policy."""
 
 import os
 
@@ -13,3 +13,11 @@ import pytest  # noqa: E402
 def _seeded():
     keras.utils.set_random_seed(1234)
     yield
+
+
+@pytest.fixture
+def global_policy():
+    """`keras.mixed_precision.set_global_policy`, the previous policy restored afterwards."""
+    previous = keras.config.dtype_policy()
+    yield keras.mixed_precision.set_global_policy
+    keras.mixed_precision.set_global_policy(previous)

@@ -14,11 +14,15 @@ presets is made once:
 - `EVERY_HEAD`, `EVERY_HEAD_AND_BISECTION`: the registered heads (`tfscones.heads.HEAD_NAMES`),
   over which the head, loss, decoder and export tests run, so a new head gets them all without
   a list to edit.
-- `FakeStepModel`: the base of the decoder tests' fake models (`tfscones.decoding.StepModel`
-  without a network), whose logits come from tables, so that a search's optimum is known; the
-  tables themselves live beside those tests in `tests/decoding/`.
+- `FakeStepModel`: the base of the decoder tests' fake models (a
+  `tfscones.models.stepping.StepModel` without a network), whose logits come from tables, so
+  that a search's optimum is known; the tables themselves live beside those tests in
+  `tests/decoding/`.
+- `restricted`, `RowCounting`: a real model's stepper that declares fewer capabilities (so a
+  decoder takes its general path), or that records the rows of each step.
 """
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +32,12 @@ from tfscones import heads
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import EOS_ID
 from tfscones.models import Seq2SeqTransformer, load_model
+from tfscones.models.stepping import (
+    EVERY_CAPABILITY,
+    StepCapabilities,
+    TransformerStepper,
+    undeclared,
+)
 
 EVERY_HEAD = {name: heads.get(name) for name in heads.HEAD_NAMES}
 # Entmax at an α of neither closed form (1.5, 2) goes through bisection.
@@ -87,20 +97,21 @@ def stepwise_logits(
 ) -> tf.Tensor:
     """Logits `[batch, T, V]` of teacher forcing `target_in`, one cached decoder step at a time.
 
-    The cache is `model.initial_cache` (one slot per position, `max_length` of them), or
-    `model.growing_cache` if `growing`.
+    The model's stepper steps on its `initial_cache` (one slot per position, `max_length` of
+    them), or on its `growing_cache` if `growing`.
     """
+    stepper = model.stepper()
     source = tf.constant(source, tf.int32)
     target_in = tf.constant(target_in, tf.int32)
-    encoder_outputs, padding_mask = model.encode(source)
+    encoder_outputs, padding_mask = stepper.encode(source)
     if growing:
-        cache = model.growing_cache(tf.shape(source)[0])
+        cache = stepper.growing_cache(tf.shape(source)[0])
     else:
-        cache = model.initial_cache(tf.shape(source)[0], max_length or target_in.shape[1])
-    cross_cache = model.cross_attention_cache(encoder_outputs) if use_cross_cache else None
+        cache = stepper.initial_cache(tf.shape(source)[0], max_length or target_in.shape[1])
+    cross_cache = stepper.cross_attention_cache(encoder_outputs) if use_cross_cache else None
     steps = []
     for t in range(target_in.shape[1]):
-        logits, cache = model.decode_step(
+        logits, cache = stepper.decode_step(
             target_in[:, t],
             encoder_outputs,
             padding_mask,
@@ -124,7 +135,8 @@ class FakeStepModel:
 
     The encoder outputs are the source ids as floats (`[batch, length, 1]`), the cross-attention
     cache is twice them (so a decoder that forgets to pass it on is caught), and `steps` counts
-    the decoder calls. Subclasses define `step_logits`.
+    the decoder calls. It declares no capability: its cache is `initial_cache` alone. Subclasses
+    define `step_logits`.
 
     Args:
         table: The logits table, any shape the subclass reads.
@@ -132,11 +144,17 @@ class FakeStepModel:
         max_sequence_length: The longest output the decoders may produce.
     """
 
+    capabilities = StepCapabilities()
+
     def __init__(self, table, head, max_sequence_length: int):
         self.table = tf.constant(table, tf.float32)
         self.head = heads.get(head)
         self.max_sequence_length = max_sequence_length
         self.steps = 0
+
+    def stepper(self, frozen_weights=False):
+        del frozen_weights
+        return self
 
     def encode(self, source_ids):
         source_ids = tf.convert_to_tensor(source_ids, tf.int32)
@@ -145,13 +163,34 @@ class FakeStepModel:
     def cross_attention_cache(self, encoder_outputs):
         return encoder_outputs * 2.0
 
+    def step_weights(self):
+        return None
+
     def initial_cache(self, batch_size, max_length):
         return tf.zeros([batch_size, max_length], tf.float32)
 
+    def growing_cache(self, batch_size):
+        raise undeclared(self, "grows_cache")
+
+    def prefix_cache(self, entries, slots):
+        raise undeclared(self, "caches_prefixes")
+
+    def prefix_entries(self, own_position):
+        raise undeclared(self, "caches_prefixes")
+
     def decode_step(
-        self, token_ids, encoder_outputs, padding_mask, cache, index, cross_attention_cache=None
+        self,
+        token_ids,
+        encoder_outputs,
+        padding_mask,
+        cache,
+        index,
+        cross_attention_cache,
+        step_weights,
+        rows_per_source,
     ):
-        del padding_mask
+        del padding_mask, step_weights
+        assert rows_per_source == 1, "a stepper that does not share sources got shared ones"
         self.steps += 1
         return self.step_logits(token_ids, index, encoder_outputs, cross_attention_cache, cache)
 
@@ -182,32 +221,32 @@ def sort_based_entmax_threshold(logits, alpha: float) -> tuple[np.ndarray, np.nd
     return scaled, np.take_along_axis(candidates, support - 1, -1)
 
 
-class Hiding:
-    """A real model seen without some of its optional members, so a decoder takes its fallback.
+def restricted(model, **capabilities) -> TransformerStepper:
+    """`model`'s stepper declaring the given capabilities False, so decoders take their fallbacks.
 
     Args:
-        model: The model; every other attribute is its.
-        hidden: Names the wrapper does not have (`"growing_cache"`: the fixed cache;
-            `"prefix_cache"`: exact search's cache of slots).
+        model: A `Seq2SeqTransformer` (or `LatentExpertTransformer`).
+        **capabilities: `StepCapabilities` fields to set (`grows_cache=False`: the fixed
+            cache; `caches_prefixes=False`: exact search's pool of whole caches;
+            `shares_sources=False`: sources repeated to every row).
+    """
+    stepper = model.stepper()
+    declared = dataclasses.replace(stepper.capabilities, **capabilities)
+    return type(stepper)(model, capabilities=declared)
+
+
+class RowCounting(TransformerStepper):
+    """A real model's stepper that records how many rows each of its (eager) steps decodes.
+
+    Args:
+        model: A `Seq2SeqTransformer`.
+        **capabilities: `StepCapabilities` fields to set, as `restricted`.
     """
 
-    def __init__(self, model, hidden: tuple[str, ...] = ()):
-        self._model = model
-        self._hidden = frozenset(hidden)
-
-    def __getattr__(self, name):
-        if name in self._hidden:
-            raise AttributeError(name)
-        return getattr(self._model, name)
-
-
-class RowCounting(Hiding):
-    """A real model that records how many rows each of its (eager) decoder steps decodes."""
-
-    def __init__(self, model, hidden: tuple[str, ...] = ()):
-        super().__init__(model, hidden)
+    def __init__(self, model, **capabilities):
+        super().__init__(model, capabilities=dataclasses.replace(EVERY_CAPABILITY, **capabilities))
         self.rows = []
 
-    def decode_step(self, token_ids, *args, rows_per_source=1, **kwargs):
+    def decode_step(self, token_ids, *args, **kwargs):
         self.rows.append(int(tf.size(token_ids)))
-        return self._model.decode_step(token_ids, *args, rows_per_source=rows_per_source, **kwargs)
+        return super().decode_step(token_ids, *args, **kwargs)

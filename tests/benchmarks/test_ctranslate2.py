@@ -35,11 +35,15 @@ def test_speed_passes_time_only_the_batch_sizes_asked_for():
     )
 
 
-def test_batch_sizes_below_one_are_refused(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "flag, values", [("--batch-sizes", ["4", "0"]), ("--threads", ["0"]), ("--repeats", ["-1"])]
+)
+def test_counts_below_one_are_refused_by_name(tmp_path, capsys, flag, values):
     folder = tmp_path
     for name in ("model.keras", "spm.model"):
         (folder / name).write_text("")
     arguments = ["--run", str(folder), "--sentences", str(folder / "spm.model")]
     with pytest.raises(SystemExit):
-        parse_arguments([*arguments, "--batch-sizes", "4", "0"])
-    assert "--batch-sizes must be at least 1" in capsys.readouterr().err
+        parse_arguments([*arguments, flag, *values])
+    error = capsys.readouterr().err
+    assert f"argument {flag}" in error and f"(got {values[-1]})" in error

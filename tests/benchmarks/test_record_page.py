@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+import tfscones
 from benchmarks.page import write_page
 from benchmarks.record import record, record_name
 
@@ -33,6 +34,7 @@ def test_a_record_keeps_the_output_the_command_and_the_machine(fake_module, tmp_
     assert entry["command"] == "python -m fake_benchmark --size 8"
     assert entry["output"] == "| step | ms |\n|---|---|\n| --size | 1.5 |\n"
     assert entry["machine"]["cores"] >= 1 and entry["machine"]["description"]
+    assert entry["code"]["tfscones"] == tfscones.__version__
 
 
 def test_a_failed_benchmark_writes_no_record(fake_module, tmp_path):

@@ -265,8 +265,8 @@ def test_padded_mode_and_padded_source_equal_dynamic(tiny_model):
 
 
 def fixed_cache_only(model):
-    """The model without `growing_cache`: the decoders fall back to its `initial_cache`."""
-    return harness.Hiding(model, hidden=("growing_cache",))
+    """The model's stepper without `grows_cache`: the decoders use its `initial_cache`."""
+    return harness.restricted(model, grows_cache=False)
 
 
 @pytest.mark.parametrize("head", list(harness.EVERY_HEAD))
@@ -274,7 +274,8 @@ def test_growing_and_fixed_caches_give_the_same_search(head):
     """The growing cache (outside XLA) and the fixed one (XLA's) find the same hypotheses."""
     model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=12, eos_bias=1.0)
     fixed_model = fixed_cache_only(model)
-    assert hasattr(model, "growing_cache") and not hasattr(fixed_model, "growing_cache")
+    assert model.stepper().capabilities.grows_cache
+    assert not fixed_model.capabilities.grows_cache
     for search in (
         lambda m: beam_search(m, REAL_SOURCE, beam_size=3, num_hypotheses=3, length_penalty=0.6),
         lambda m: greedy_decode(m, REAL_SOURCE),
@@ -283,24 +284,6 @@ def test_growing_and_fixed_caches_give_the_same_search(head):
         np.testing.assert_array_equal(growing.ids.numpy(), fixed.ids.numpy())
         np.testing.assert_array_equal(growing.lengths.numpy(), fixed.lengths.numpy())
         np.testing.assert_allclose(growing.scores.numpy(), fixed.scores.numpy(), rtol=1e-5)
-
-
-class RepeatedSources:
-    """A model whose `decode_step` does not take `rows_per_source`: beam search repeats its
-    encoder's tensors to every beam, as it did for every model before sharing them."""
-
-    def __init__(self, model):
-        self._model = model
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def decode_step(
-        self, token_ids, encoder_outputs, mask, cache, index, cross_attention_cache, step_weights
-    ):
-        return self._model.decode_step(
-            token_ids, encoder_outputs, mask, cache, index, cross_attention_cache, step_weights
-        )
 
 
 @pytest.mark.parametrize(
@@ -312,8 +295,9 @@ def test_beams_sharing_their_sentence_cross_attention_search_as_repeated_sources
     as with the keys repeated to every beam, for plain and diverse beam search, with the growing
     cache and under XLA."""
     model = harness.tiny_model(REAL_VOCAB, head, max_sequence_length=12, eos_bias=1.0)
-    repeated = RepeatedSources(model)
-    assert common.shares_sources(model) and not common.shares_sources(repeated)
+    # Beam search repeats the encoder's tensors to every beam, as for every model before sharing.
+    repeated = harness.restricted(model, shares_sources=False)
+    assert model.stepper().capabilities.shares_sources
     searches = (
         lambda m, s: beam_search(
             m, s, beam_size=3, num_hypotheses=3, length_penalty=0.6, jit_compile=jit_compile

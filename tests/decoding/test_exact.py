@@ -158,7 +158,7 @@ def test_latent_experts_search_as_they_are_trained_bos_first_and_one_expert_per_
         assert result.score == pytest.approx(score, rel=1e-4, abs=1e-5)
 
 
-class UncachedSteps:
+class UncachedSteps(harness.FakeStepModel):
     """A Transformer stepped without its cache: each step runs the whole prefix through it.
 
     How exact search scored prefixes before it kept caches. The cache holds the fed tokens;
@@ -192,9 +192,9 @@ class UncachedSteps:
 _SEARCH_VARIANTS = [
     pytest.param(head, budget, hidden, id=f"{name}-{budget}-{head}")
     for name, hidden, head_names in [
-        ("prefixes-grouped", (), ["softmax", "sigmoid", "entmax15"]),
-        ("slots-grouped", ("prefix_cache", "prefix_entries"), ["softmax", "sigmoid", "entmax15"]),
-        ("prefixes-copied-sources", ("source_groups",), ["sigmoid"]),
+        ("prefixes-grouped", {}, ["softmax", "sigmoid", "entmax15"]),
+        ("slots-grouped", {"caches_prefixes": False}, ["softmax", "sigmoid", "entmax15"]),
+        ("prefixes-copied-sources", {"shares_sources": False}, ["sigmoid"]),
     ]
     for head in head_names
     for budget in [10, 1000]
@@ -205,12 +205,12 @@ _SEARCH_VARIANTS = [
 def test_cached_steps_search_exactly_as_whole_prefix_scoring(head, budget, hidden):
     """Same answers, states and completeness as scoring every prefix from scratch, whether
     the steps run on each row's prefix (`PrefixCache`) or on a cache of slots, and whether a
-    step reads each sentence's encoder tensors once (`source_groups`) or copies them to every
+    step reads each sentence's encoder tensors once (`SourceGroups`) or copies them to every
     row."""
     model = harness.tiny_model(10, head, eos_bias=-4.0)  # Long searches: EOS is unlikely.
     source = tf.constant([[4, 5, 6, EOS_ID], [7, 5, EOS_ID, 0], [9, EOS_ID, 0, 0]], tf.int32)
     settings = dict(beam_size=1, state_budget=budget, rows_per_call=16, max_length_a=1.0)
-    searched = harness.Hiding(model, hidden=hidden) if hidden else model
+    searched = harness.restricted(model, **hidden)
     cached = exact_search(searched, source, max_length_b=3.0, **settings)
     uncached = exact_search(UncachedSteps(model), source, max_length_b=3.0, **settings)
     assert [r.ids for r in cached] == [r.ids for r in uncached]

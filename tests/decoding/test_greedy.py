@@ -233,7 +233,7 @@ def test_stopped_rows_leave_the_batch_and_the_output_is_the_same(head):
     source = np.concatenate([REAL_SOURCE, REAL_SOURCE[::-1], REAL_SOURCE[:1]])
     # Without `growing_cache` the decoder keeps every row to the end, as it did before.
     dropping = harness.RowCounting(model)
-    keeping = harness.RowCounting(model, hidden=("growing_cache",))
+    keeping = harness.RowCounting(model, grows_cache=False)
     found, expected = greedy_decode(dropping, source), greedy_decode(keeping, source)
     # Rows stopped at different steps (an EOS or the length limit), and left the batch then.
     assert len(set(found.lengths.numpy())) > 1

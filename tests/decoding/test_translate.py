@@ -24,18 +24,16 @@ WORDS = (
 ).split()
 
 
-class CopyModel:
+class CopyModel(harness.FakeStepModel):
     """A fake model that copies its source, EOS included: position t's logits peak at source[t].
 
     It reads the source from the cross-attention cache, so the copy only works if the decoder
     passes the cache on to every step.
     """
 
-    head = heads.SoftmaxHead()
-
     def __init__(self, vocabulary_size, max_sequence_length):
+        super().__init__(tf.zeros([0]), heads.SoftmaxHead(), max_sequence_length)
         self.vocabulary_size = vocabulary_size
-        self.max_sequence_length = max_sequence_length
 
     def encode(self, source_ids):
         return tf.one_hot(source_ids, self.vocabulary_size), tf.not_equal(source_ids, PAD_ID)
@@ -43,10 +41,7 @@ class CopyModel:
     def cross_attention_cache(self, encoder_outputs):
         return encoder_outputs
 
-    def initial_cache(self, batch_size, max_length):
-        return tf.zeros([batch_size, max_length])
-
-    def decode_step(self, token_ids, encoder_outputs, mask, cache, index, cross_attention_cache):
+    def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
         last = tf.shape(cross_attention_cache)[1] - 1
         return 10.0 * cross_attention_cache[:, tf.minimum(index, last)], cache
 

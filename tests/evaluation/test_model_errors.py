@@ -22,12 +22,12 @@ NEG_INF = -np.inf
 
 def stepwise_empty_scores(model, source_ids):
     """EOS's log score at the first step of the incremental decoder, one source at a time."""
-    scores = []
+    stepper, scores = model.stepper(), []
     for source in source_ids:
         source = tf.constant([source])
-        encoder_outputs, padding_mask = model.encode(source)
-        logits, _ = model.decode_step(
-            tf.constant([BOS_ID]), encoder_outputs, padding_mask, model.initial_cache(1, 1), 0
+        encoder_outputs, padding_mask = stepper.encode(source)
+        logits, _ = stepper.decode_step(
+            tf.constant([BOS_ID]), encoder_outputs, padding_mask, stepper.initial_cache(1, 1), 0
         )
         scores.append(model.head.log_scores(logits)[0, EOS_ID].numpy())
     return np.array(scores)

@@ -161,17 +161,17 @@ def test_an_empty_batch_gives_empty_outputs(module):
 
 def step_by_step_scores(module, source, target):
     """Teacher-forced head log scores of `target` (cut, + EOS), one decode_step at a time."""
-    model, tokenizer = module.model, module.tokenizer
-    encoder_outputs, mask = model.encode(source_ids(module, [source]).to_tensor())
+    stepper, tokenizer = module.model.stepper(), module.tokenizer
+    encoder_outputs, mask = stepper.encode(source_ids(module, [source]).to_tensor())
     pieces = tokenizer.tokenize(tf.constant(target)).numpy().tolist()
     target_ids = pieces[: module.limits.max_output_tokens - 1] + [EOS_ID]
-    cache = model.initial_cache(1, len(target_ids))
+    cache = stepper.initial_cache(1, len(target_ids))
     scores, previous = [], BOS_ID
     for index, token in enumerate(target_ids):
-        logits, cache = model.decode_step(
+        logits, cache = stepper.decode_step(
             tf.constant([previous]), encoder_outputs, mask, cache, index
         )
-        scores.append(float(model.head.log_scores(logits)[0, token]))
+        scores.append(float(stepper.head.log_scores(logits)[0, token]))
         previous = token
     return np.array(scores)
 

@@ -151,7 +151,7 @@ def test_cached_decoding_of_each_expert_equals_its_full_forward_pass(head, overr
         target_in[:, 0] = VOCAB + k
         stepped = stepped_logits(model, SOURCE, target_in)
         np.testing.assert_allclose(stepped, full[k], atol=1e-4)
-    # BOS first is expert 0, in `call` and in `decode_step`.
+    # BOS first is expert 0, in `call` and in its stepper's `decode_step`.
     np.testing.assert_allclose(model(inputs(), training=False).numpy(), full[0], atol=1e-6)
     np.testing.assert_allclose(stepped_logits(model, SOURCE, TARGET_IN), full[0], atol=1e-4)
     # The experts are different decoders.
@@ -279,13 +279,6 @@ def test_one_training_step_with_every_head(head):
     history = model.fit(inputs(), TARGET_OUT, epochs=2, verbose=0).history
     assert np.isfinite(history["loss"]).all() and history["loss"][1] < history["loss"][0]
     assert history["expert_0_share"][0] + history["expert_1_share"][0] == pytest.approx(1.0)
-
-
-@pytest.fixture
-def global_policy():
-    previous = keras.config.dtype_policy()
-    yield keras.mixed_precision.set_global_policy
-    keras.mixed_precision.set_global_policy(previous)
 
 
 def test_mixed_precision_e_step_and_training(global_policy):

@@ -9,8 +9,8 @@ from keras import ops
 from tests import harness
 from tfscones.decoding import common
 from tfscones.decoding.greedy import greedy_decode
-from tfscones.models import decoder_step
-from tfscones.models.seq2seq_transformer import _sinusoid_timescales
+from tfscones.models.stepping import GrowingCache, SlotCache, SourceGroups, layer_step
+from tfscones.models.stepping.transformer import _sinusoid_timescales
 
 VOCAB = 23
 SOURCE = np.array([[5, 6, 7, 8, 1, 0, 0], [9, 10, 1, 0, 0, 0, 0], [4, 11, 12, 13, 14, 15, 1]])
@@ -24,18 +24,18 @@ def test_layer_norm_equals_the_keras_layer_exactly():
     norm.gamma.assign(rng.normal(size=16).astype(np.float32))
     norm.beta.assign(rng.normal(size=16).astype(np.float32))
     x = tf.constant(rng.normal(size=[7, 16]).astype(np.float32) * 3 + 1)
-    weights = decoder_step.norm_weights(norm, tf.float32)
+    weights = layer_step.norm_weights(norm, tf.float32)
     assert weights.gamma is not None
-    np.testing.assert_array_equal(decoder_step.layer_norm(weights, x).numpy(), norm(x).numpy())
+    np.testing.assert_array_equal(layer_step.layer_norm(weights, x).numpy(), norm(x).numpy())
 
 
 def test_layer_norm_calls_the_layer_when_it_cannot_compute_it():
     norm = keras.layers.LayerNormalization(center=False)
     norm.build((None, 8))
-    weights = decoder_step.norm_weights(norm, tf.float32)
+    weights = layer_step.norm_weights(norm, tf.float32)
     assert weights.gamma is None
     x = tf.random.normal([3, 8])
-    np.testing.assert_array_equal(decoder_step.layer_norm(weights, x).numpy(), norm(x).numpy())
+    np.testing.assert_array_equal(layer_step.layer_norm(weights, x).numpy(), norm(x).numpy())
 
 
 @pytest.mark.parametrize("hidden_dim", [8, 32, 256])
@@ -54,12 +54,13 @@ def test_sinusoid_timescales_equal_the_per_step_computation(hidden_dim):
 
 
 def _steps(model, cache, count, weights=None):
+    stepper = model.stepper()
     source = tf.constant(SOURCE, tf.int32)
-    encoder_outputs, mask = model.encode(source)
-    cross = model.cross_attention_cache(encoder_outputs)
+    encoder_outputs, mask = stepper.encode(source)
+    cross = stepper.cross_attention_cache(encoder_outputs)
     logits, caches = [], []
     for t in range(count):
-        step_logits, cache = model.decode_step(
+        step_logits, cache = stepper.decode_step(
             TARGET_IN[:, t], encoder_outputs, mask, cache, t, cross, step_weights=weights
         )
         logits.append(step_logits.numpy())
@@ -70,10 +71,11 @@ def _steps(model, cache, count, weights=None):
 @pytest.mark.parametrize("overrides", [{}, {"normalize_first": True, "tie_embeddings": True}])
 def test_step_weights_made_once_give_the_logits_of_weights_made_per_step(overrides):
     model = harness.small_model(VOCAB, **overrides)
-    per_step, _ = _steps(model, model.growing_cache(3), 4)
-    once, _ = _steps(model, model.growing_cache(3), 4, model.step_weights())
+    stepper = model.stepper()
+    per_step, _ = _steps(model, stepper.growing_cache(3), 4)
+    once, _ = _steps(model, stepper.growing_cache(3), 4, stepper.step_weights())
     np.testing.assert_array_equal(once, per_step)
-    fixed, _ = _steps(model, model.initial_cache(3, 6), 4, model.step_weights())
+    fixed, _ = _steps(model, stepper.initial_cache(3, 6), 4, stepper.step_weights())
     np.testing.assert_allclose(fixed, per_step, atol=1e-5)
 
 
@@ -83,18 +85,19 @@ def test_rows_sharing_a_source_step_as_rows_with_the_source_repeated(overrides, 
     """`rows_per_source=2`: two rows per sentence read its encoder's tensors, given once, as
     two rows that each get their own copy of them."""
     model = harness.small_model(VOCAB, **overrides)
-    encoder_outputs, mask = model.encode(tf.constant(SOURCE, tf.int32))
-    cross = model.cross_attention_cache(encoder_outputs)
+    stepper = model.stepper()
+    encoder_outputs, mask = stepper.encode(tf.constant(SOURCE, tf.int32))
+    cross = stepper.cross_attention_cache(encoder_outputs)
     repeat = lambda t: tf.repeat(t, 2, axis=0)  # noqa: E731
     # Each sentence's two rows decode different targets: its own and the next sentence's.
     targets = np.stack([TARGET_IN, np.roll(TARGET_IN, -1, axis=0)], axis=1).reshape([6, -1])
-    weights = model.step_weights()
-    caches = [model.initial_cache(6, 6) if fixed_cache else model.growing_cache(6)] * 2
+    weights = stepper.step_weights()
+    caches = [stepper.initial_cache(6, 6) if fixed_cache else stepper.growing_cache(6)] * 2
     for t in range(5):
-        shared, caches[0] = model.decode_step(
+        shared, caches[0] = stepper.decode_step(
             targets[:, t], encoder_outputs, mask, caches[0], t, cross, weights, rows_per_source=2
         )
-        repeated, caches[1] = model.decode_step(
+        repeated, caches[1] = stepper.decode_step(
             targets[:, t],
             repeat(encoder_outputs),
             repeat(mask),
@@ -108,7 +111,7 @@ def test_rows_sharing_a_source_step_as_rows_with_the_source_repeated(overrides, 
 
 def test_source_groups_give_each_source_width_places_its_rows_in_order():
     # Sources 2, 0, 2, 1, 2, 0: source 2 has the most rows (3), so every source gets 3 places.
-    groups = decoder_step.SourceGroups.of(tf.constant([2, 0, 2, 1, 2, 0]))
+    groups = SourceGroups.of(tf.constant([2, 0, 2, 1, 2, 0]))
     assert int(groups.width) == 3
     np.testing.assert_array_equal(groups.places.numpy(), [6, 0, 7, 3, 8, 1])
 
@@ -116,23 +119,26 @@ def test_source_groups_give_each_source_width_places_its_rows_in_order():
 @pytest.mark.parametrize("overrides", [{}, {"normalize_first": True}])
 @pytest.mark.parametrize("in_graph", [False, True])
 def test_rows_grouped_by_source_step_as_rows_with_their_sources_gathered(overrides, in_graph):
-    """`source_groups`: rows in any number and order per sentence read its encoder's tensors,
+    """`SourceGroups`: rows in any number and order per sentence read its encoder's tensors,
     given once, as rows that each get their own copy of them (exact search's steps)."""
     model = harness.small_model(VOCAB, **overrides)
-    encoder_outputs, mask = model.encode(tf.constant(SOURCE, tf.int32))
-    cross = model.cross_attention_cache(encoder_outputs)
+    stepper = model.stepper()
+    encoder_outputs, mask = stepper.encode(tf.constant(SOURCE, tf.int32))
+    cross = stepper.cross_attention_cache(encoder_outputs)
     row_sources = tf.constant([1, 0, 1, 1, 2, 0, 1])
     rows = len(row_sources)
     targets = tf.constant(np.resize(TARGET_IN[:, :4].T.ravel(), rows), tf.int32)
     positions = tf.constant([3, 0, 1, 2, 3, 2, 0])
-    weights = model.step_weights()
-    cache = model.initial_cache(rows, 4) + tf.random.stateless_normal(
-        [rows, model.num_decoder_layers, 2, model.num_heads, 4, model.head_dim], seed=[1, 2]
+    weights = stepper.step_weights()
+    cache = SlotCache(
+        tf.random.stateless_normal(
+            [rows, model.num_decoder_layers, 2, model.num_heads, 4, model.head_dim], seed=[1, 2]
+        )
     )
 
     def both(cache):
         gather = lambda t: tf.gather(t, row_sources)  # noqa: E731
-        grouped, _ = model.decode_step(
+        grouped, _ = stepper.decode_step(
             targets,
             encoder_outputs,
             mask,
@@ -140,9 +146,9 @@ def test_rows_grouped_by_source_step_as_rows_with_their_sources_gathered(overrid
             positions,
             cross,
             weights,
-            rows_per_source=model.source_groups(row_sources),
+            rows_per_source=SourceGroups.of(row_sources),
         )
-        gathered, _ = model.decode_step(
+        gathered, _ = stepper.decode_step(
             targets,
             gather(encoder_outputs),
             gather(mask),
@@ -159,7 +165,8 @@ def test_rows_grouped_by_source_step_as_rows_with_their_sources_gathered(overrid
 
 def test_growing_cache_holds_one_pair_per_layer_and_only_appends():
     model = harness.small_model(VOCAB, num_decoder_layers=3)
-    _, caches = _steps(model, model.growing_cache(3), 4, model.step_weights())
+    stepper = model.stepper()
+    _, caches = _steps(model, stepper.growing_cache(3), 4, stepper.step_weights())
     for t, cache in enumerate(caches):
         assert len(cache.layers) == 3
         for keys, values in cache.layers:
@@ -196,7 +203,8 @@ def test_the_decoding_loop_copies_neither_the_cache_nor_the_output_projection():
 
 
 def test_search_cache_is_fixed_when_the_caller_compiles_with_xla():
-    model = harness.small_model(VOCAB)
-    assert isinstance(common.search_cache(model, 2, 5).cache, tuple)
-    fixed = common.search_cache(model, 2, 5, jit_compile=True)
-    assert isinstance(fixed.cache, tf.Tensor) and fixed.shape_invariant == fixed.cache.shape
+    stepper = harness.small_model(VOCAB).stepper()
+    assert isinstance(common.search_cache(stepper, 2, 5).cache, GrowingCache)
+    fixed = common.search_cache(stepper, 2, 5, jit_compile=True)
+    assert isinstance(fixed.cache, SlotCache)
+    assert fixed.shape_invariant.entries == fixed.cache.entries.shape

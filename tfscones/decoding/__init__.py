@@ -1,11 +1,13 @@
 """Head-aware decoders: greedy, beam, diverse beam and sampling as `tf.while_loop`s; exact search.
 
-A decoder takes any `StepModel` (`step`: encode once, step with a cache, score with the head).
-`encode_source` runs the encoder and the cross-attention projections once and bounds each
-sentence's output length; the decoders search with `model.decode_step` (eagerly, in
-`tf.function` or under XLA) and score with `model.head.log_scores`; `Search` names a strategy and
-its settings; `translate` and `translate_nbest` go from strings to strings; `decode_experts`
-decodes every expert of a `LatentExpertTransformer` at once.
+A decoder takes a `Decodable`, a model or a stepper, and steps the
+`tfscones.models.stepping.StepModel` its `stepper()` returns (encode once, step with a cache,
+score with the head; what else it can do, its `StepCapabilities` say). `encode_source` runs the
+encoder and the cross-attention projections once and bounds each sentence's output length; the
+decoders search with the stepper's `decode_step` (eagerly, in `tf.function` or under XLA) and
+score with `model.head.log_scores`; `Search` names a strategy and its settings; `translate` and
+`translate_nbest` go from strings to strings; `decode_experts` decodes every expert of a
+`LatentExpertTransformer` at once.
 """
 
 from tfscones.decoding.beam import (
@@ -35,7 +37,6 @@ from tfscones.decoding.greedy import GreedyOutput, greedy_decode
 from tfscones.decoding.sampling import SamplingOutput, sample_decode
 from tfscones.decoding.scoring import TeacherForced, score_texts, teacher_forced
 from tfscones.decoding.search import METHODS, NBest, Search
-from tfscones.decoding.step import FrozenStepModel, StepModel
 from tfscones.decoding.translate import (
     compiled_search,
     source_ids_for_model,
@@ -57,8 +58,6 @@ __all__ = [
     "ParallelExperts",
     "SamplingOutput",
     "Search",
-    "FrozenStepModel",
-    "StepModel",
     "TeacherForced",
     "beam_search",
     "compiled_search",

@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
-from tfscones.decoding.step import StepModel
+from tfscones.models.stepping import Decodable, StepModel
 from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE, Range
 
 NEG_INF = float("-inf")
@@ -100,7 +100,7 @@ def length_penalty_factor(lengths: tf.Tensor, length_penalty: float) -> tf.Tenso
 
 
 def beam_search(
-    model: StepModel,
+    model: Decodable,
     source_ids: tf.Tensor,
     beam_size: int = 4,
     num_hypotheses: int = 1,
@@ -127,7 +127,8 @@ def beam_search(
     ```
 
     Args:
-        model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
+        model: A `Decodable` (`tfscones.models.stepping`): a model such as a
+            `Seq2SeqTransformer`, or a `StepModel`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         beam_size: Alive hypotheses kept per sentence.
         num_hypotheses: Finished hypotheses returned per sentence, between 1 and `beam_size`.
@@ -167,7 +168,7 @@ def beam_search(
 
 
 def diverse_beam_search(
-    model: StepModel,
+    model: Decodable,
     source_ids: tf.Tensor,
     beam_size: int = 4,
     num_groups: int = 2,
@@ -221,6 +222,7 @@ def diverse_beam_search(
     group_size = beam_size // num_groups
     _check_in_range("hypotheses_per_group", hypotheses_per_group, 1, group_size)
     NON_NEGATIVE.check("diversity_strength", diversity_strength)
+    model = model.stepper()
     settings = _SearchSettings(
         num_groups=int(num_groups),
         group_size=group_size,
@@ -246,12 +248,17 @@ def _checked_length_penalty(length_penalty: float) -> float:
 
 
 def _search(
-    model, source_ids, settings: _SearchSettings, max_length_a, max_length_b, jit_compile: bool
+    model: StepModel,
+    source_ids,
+    settings: _SearchSettings,
+    max_length_a,
+    max_length_b,
+    jit_compile: bool,
 ):
     """The search shared by `beam_search` and `diverse_beam_search`.
 
     Outside XLA, for a model whose cache grows and whose beams share their sentence's encoder
-    tensors (`common.shares_sources`), a sentence whose groups are all done leaves the batch
+    tensors (it `shares_sources`), a sentence whose groups are all done leaves the batch
     (`_search_sentences_going`), unless the search is `padded` or the batch one sentence;
     otherwise every sentence is stepped until the last is done (`_search_every_sentence`).
     Both find the same hypotheses: a sentence's search never reads another's.
@@ -265,7 +272,7 @@ def _search(
     if (
         settings.padded
         or not common.cache_grows(model, jit_compile)
-        or not common.shares_sources(model)
+        or not model.capabilities.shares_sources
     ):
         return _best_first(every_sentence(), settings)
     finished = tf.cond(
@@ -285,7 +292,7 @@ def _search_every_sentence(
     step_source, rows_per_source = common.repeat_for_rows(model, source, beams)
     max_lengths = source.max_lengths[:, tf.newaxis]
     score_bound_divisor = length_penalty_factor(max_lengths, settings.length_penalty)
-    weights = common.step_weights(model)
+    weights = model.step_weights()
 
     def keep_going(step, alive, alive_tokens, finished, cache):
         del alive_tokens, cache
@@ -339,11 +346,11 @@ def _search_sentences_going(
     The loop holds the sentences still going (`going`, their indices in the batch), their
     source, beams, finished sets and cache; after each step it writes their finished sets to
     `output` and gathers what the sentences that go on need. Needs a growing cache and a model
-    that `common.shares_sources` (the source has one row per sentence).
+    that `shares_sources` (the source has one row per sentence).
     """
     beams = settings.num_groups * settings.group_size
     batch_size = tf.shape(source.max_lengths)[0]
-    weights = common.step_weights(model)
+    weights = model.step_weights()
 
     def keep_going(step, going, *_):
         return tf.logical_and(step < settings.width, tf.size(going) > 0)

@@ -1,10 +1,10 @@
 """What every decoder does before its search: encode once, cache the encoder, bound the lengths.
 
-A decoder needs a model with the incremental interface of `Seq2SeqTransformer`, the
-`tfscones.decoding.step.StepModel` protocol:
-`encode(source_ids) -> (encoder_outputs, source_padding_mask)`, `cross_attention_cache(...)`,
-`initial_cache(batch_size, max_length)`, `decode_step(...) -> (logits, cache)`, plus `head`
-and `max_sequence_length`. `encode_source` runs the parts that do not depend on the target and
+A decoder takes a `Decodable` (a model, or a stepper) and steps the
+`tfscones.models.stepping.StepModel` that its `stepper()` returns: `encode(source_ids) ->
+(encoder_outputs, source_padding_mask)`, `cross_attention_cache(...)`, a cache,
+`decode_step(...) -> (logits, cache)`, `head` and `max_sequence_length`, and what its
+`capabilities` declare. `encode_source` runs the parts that do not depend on the target and
 returns them as an `EncodedSource`, a tuple of tensors with the batch first, so a beam or
 sampling decoder can tile or reorder it with `tf.nest.map_structure`.
 
@@ -20,9 +20,8 @@ tokens on every short sentence; a rule proportional to the source stops such run
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -33,11 +32,8 @@ except ImportError:  # pragma: no cover - a TensorFlow that moved it
 
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
-from tfscones.decoding.step import StepModel
+from tfscones.models.stepping import SourceGroups, StepModel
 from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE
-
-if TYPE_CHECKING:
-    from tfscones.models.decoder_step import SourceGroups
 
 DEFAULT_MAX_LENGTH_A = 1.5
 DEFAULT_MAX_LENGTH_B = 10
@@ -136,30 +132,13 @@ def encode_source(
     )
 
 
-def step_weights(model: StepModel) -> Any:
-    """`model.step_weights()`, for a model that has it, else None: call once, before a loop.
-
-    A model may prepare what its `decode_step` would otherwise recompute at every step (the
-    transposed output projection of `Seq2SeqTransformer`) once per search; `decode_step` below
-    passes it to every step. It has no rows axis: beam search and sampling neither tile nor
-    reorder it.
-    """
-    prepare = getattr(model, "step_weights", None)
-    return None if prepare is None else prepare()
-
-
-def shares_sources(model: StepModel) -> bool:
-    """Whether `model.decode_step` takes `rows_per_source` (see `repeat_for_rows`)."""
-    return "rows_per_source" in inspect.signature(model.decode_step).parameters
-
-
 def repeat_for_rows(
     model: StepModel, source: EncodedSource, rows_per_source: int
 ) -> tuple[EncodedSource, int]:
     """The source a search steps with when it decodes `rows_per_source` rows per sentence.
 
-    A model whose `decode_step` takes `rows_per_source` (`Seq2SeqTransformer`) gets `source`
-    as it is, one row per sentence, and reads each sentence's encoder tensors once for all of
+    A model that `shares_sources` (its `StepCapabilities`) gets `source` as it is, one row per
+    sentence, and reads each sentence's encoder tensors once for all of
     its rows (beam search's beams); any other model gets every row of `source` repeated
     `rows_per_source` times, one per decoded row.
 
@@ -173,7 +152,7 @@ def repeat_for_rows(
         `(source, rows_per_source)` for `decode_step`: the rows per source row of that source
         (1 when it was repeated).
     """
-    if rows_per_source == 1 or shares_sources(model):
+    if rows_per_source == 1 or model.capabilities.shares_sources:
         return source, rows_per_source
     return tf.nest.map_structure(lambda t: tf.repeat(t, rows_per_source, axis=0), source), 1
 
@@ -182,11 +161,11 @@ def decode_step(
     model: StepModel,
     source: EncodedSource,
     token_ids: tf.Tensor,
-    cache: tf.Tensor,
+    cache: Any,
     index: tf.Tensor | int,
-    weights: Any = None,
+    weights: Any,
     rows_per_source: int | SourceGroups = 1,
-) -> tuple[tf.Tensor, tf.Tensor]:
+) -> tuple[tf.Tensor, Any]:
     """One step of `model.decode_step` with the encoder's tensors of `source`.
 
     Args:
@@ -196,18 +175,15 @@ def decode_step(
         token_ids: int32 `[batch]`, the target tokens at position `index` (BOS at 0).
         cache: The self-attention cache holding positions `0..index-1`.
         index: The position of `token_ids`.
-        weights: `step_weights(model)`, made before the loop; None for none.
+        weights: `model.step_weights()`, made before the loop.
         rows_per_source: Consecutive rows of `token_ids` per row of `source`, from
-            `repeat_for_rows`; above 1 only for a model that `shares_sources`.
-            Or, for a model with `source_groups`, `model.source_groups(row_sources)`.
+            `repeat_for_rows`, or a `SourceGroups`; other than 1 only for a model that
+            `shares_sources`.
 
     Returns:
         `(logits, cache)`: float32 logits `[batch, vocabulary_size]` of the token at position
         `index + 1` and the updated cache.
     """
-    extra = {} if weights is None else {"step_weights": weights}
-    if rows_per_source != 1:
-        extra["rows_per_source"] = rows_per_source
     return model.decode_step(
         token_ids,
         source.encoder_outputs,
@@ -215,7 +191,8 @@ def decode_step(
         cache,
         index,
         cross_attention_cache=source.cross_attention_cache,
-        **extra,
+        step_weights=weights,
+        rows_per_source=rows_per_source,
     )
 
 
@@ -262,7 +239,8 @@ class SearchCache(NamedTuple):
     """The self-attention cache a search starts from, and the shapes it keeps in the loop.
 
     Attributes:
-        cache: `model.growing_cache(rows)` or `model.initial_cache(rows, width)`.
+        cache: `model.growing_cache(rows)` or `model.initial_cache(rows, width)`: a nest of
+            tensors.
         shape_invariant: The `tf.while_loop` shape invariant of `cache` (a nest like it):
             its static shape, or for a growing cache, its rank with every dimension unknown.
     """
@@ -276,15 +254,14 @@ def search_cache(
 ) -> SearchCache:
     """The cache of a search over `rows` sequences of at most `width` positions.
 
-    A model with `growing_cache` (`Seq2SeqTransformer`) gets one unless the search is compiled
-    with XLA: a step then attends to, and beam search reorders, only the positions decoded so
-    far, not all `width` of them. Under XLA, where shapes must not change, and for a model
-    without it, the cache is `model.initial_cache(rows, width)`. The caller says whether it
-    compiles with XLA: every decoder takes `jit_compile` and passes it down (`compiled_search`
-    passes its own). A caller that compiles with XLA but says False would trace a loop whose
-    cache grows, which XLA rejects only when it compiles ("Input and output shapes of loop body
-    do not match"); that is caught here, before the loop is traced, with an error that names
-    the fix.
+    A model that `grows_cache` (its `StepCapabilities`) gets a `growing_cache` unless the search is
+    compiled with XLA: a step then attends to, and beam search reorders, only the positions decoded
+    so far, not all `width` of them. Under XLA, where shapes must not change, and for a model
+    without it, the cache is `model.initial_cache(rows, width)`. The caller says whether it compiles
+    with XLA: every decoder takes `jit_compile` and passes it down (`compiled_search` passes its
+    own). A caller that compiles with XLA but says False would trace a loop whose cache grows, which
+    XLA rejects only when it compiles ("Input and output shapes of loop body do not match"); that is
+    caught here, before the loop is traced, with an error that names the fix.
 
     Args:
         model: The model.
@@ -311,7 +288,7 @@ def search_cache(
 
 def cache_grows(model: StepModel, jit_compile: bool) -> bool:
     """Whether a search gets `model.growing_cache` (see `search_cache`): its shapes may change."""
-    return hasattr(model, "growing_cache") and not jit_compile
+    return model.capabilities.grows_cache and not jit_compile
 
 
 def _check_not_in_xla() -> None:
@@ -395,8 +372,8 @@ def decode_token_by_token(
     EOS or when it reaches `source.max_lengths` (then without EOS); the loop stops as soon as
     every row has stopped. Shapes are static, so it runs eagerly, in `tf.function` and under XLA.
 
-    With `drop_stopped_rows`, where the cache grows (outside XLA, for a model with
-    `growing_cache`: the loop's shapes may change), a row that stops leaves the batch: later
+    With `drop_stopped_rows`, where the cache grows (outside XLA, for a model that
+    `grows_cache`: the loop's shapes may change), a row that stops leaves the batch: later
     steps decode only the rows still going, so a batch's short sentences cost no work while its
     longest one finishes (`_decode_rows_still_going`; a batch of one row takes the loop over
     every row, which saves it the gathers).
@@ -449,7 +426,7 @@ def _decode_every_row(
 ) -> TokenByTokenOutput:
     """`decode_token_by_token`, each step decoding every row, stopped ones too (fixed shapes)."""
     rows = tf.shape(source.max_lengths)[0]
-    weights = step_weights(model)
+    weights = model.step_weights()
 
     def keep_going(step, tokens, finished, *_):
         del tokens
@@ -501,7 +478,7 @@ def _decode_rows_still_going(
     row's tokens, cache and source.
     """
     rows = tf.shape(source.max_lengths)[0]
-    weights = step_weights(model)
+    weights = model.step_weights()
 
     def keep_going(step, going, *_):
         return tf.logical_and(step < width, tf.size(going) > 0)

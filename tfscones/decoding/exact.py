@@ -11,15 +11,15 @@ are found early.
 
 The search space is the one every decoder here searches (see `tfscones.decoding.common`): the token
 sequences that end with EOS within the sentence's length limit, plus those that reach the limit
-without EOS. A state is one expanded prefix, and it costs one cached decoder step: the prefix's
-last token goes through `model.decode_step` at its position, attending to its parent's cached keys
-and values, which gives the scores of its children and its own keys and values at that position. An
-expanded prefix whose children are still to be tried (a frame) keeps its cache in a pool with one
-slot per position: a frame's cache is the list of its positions' slots, shared with its
-descendants, so a frame costs one position of memory, and a slot is freed once no frame holds it.
-Sentences search side by side, and up to `rows_per_call` states, of many frames and sentences and
-so at different positions, take one batched step (`decode_step` with a position per row, on each
-row's prefix where the model has a `prefix_cache`); a sentence left with few others expands several
+without EOS. A state is one expanded prefix, and it costs one cached decoder step: the prefix's last
+token goes through the stepper's `decode_step` at its position, attending to its parent's cached
+keys and values, which gives the scores of its children and its own keys and values at that
+position. An expanded prefix whose children are still to be tried (a frame) keeps its cache in a
+pool with one slot per position: a frame's cache is the list of its positions' slots, shared with
+its descendants, so a frame costs one position of memory, and a slot is freed once no frame holds
+it. Sentences search side by side, and up to `rows_per_call` states, of many frames and sentences
+and so at different positions, take one batched step (`decode_step` with a position per row, on each
+row's prefix where the stepper `caches_prefixes`); a sentence left with few others expands several
 of its prefixes per step. A sentence stops, marked incomplete, when it has expanded `state_budget`
 prefixes (the paper's 1M); its answer is then the best found so far, which is no longer guaranteed
 optimal (the paper's Table 7 reports how often this happens).
@@ -40,8 +40,8 @@ from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import Search
-from tfscones.decoding.step import StepModel
 from tfscones.decoding.translate import compiled_search, source_ids_for_model
+from tfscones.models.stepping import Decodable, SourceGroups, StepCapabilities, StepModel
 from tfscones.ranges import AT_LEAST_ONE
 
 if TYPE_CHECKING:
@@ -137,42 +137,55 @@ class _State(NamedTuple):
 class _CacheLayout(NamedTuple):
     """Where a `StepModel`'s self-attention cache keeps its positions, found from two caches.
 
-    A cache has the rows first and one axis of positions (`StepModel.initial_cache`); an
-    entry is one row at one position, the cache's shape without those two axes.
+    A cache here is one tensor (in any nest) with the rows first and one axis of positions
+    (`StepModel.initial_cache`); an entry is one row at one position, the tensor's shape
+    without those two axes.
 
     Attributes:
         position_axis: The axis of positions.
         entry_shape: The shape of one entry.
         dtype: The cache's dtype.
+        structure: A cache of the model's, whose nest `cache` gives the caches it makes.
     """
 
     position_axis: int
     entry_shape: tuple[int, ...]
     dtype: tf.DType
+    structure: Any
 
     @classmethod
     def of(cls, model: StepModel) -> _CacheLayout:
         """The layout of `model.initial_cache`: the one axis whose length is `max_length`."""
-        cache = model.initial_cache(1, 1)
-        shape, longer = cache.shape, model.initial_cache(1, 2).shape
+        structure = model.initial_cache(1, 1)
+        tensors = tf.nest.flatten(structure)
+        if len(tensors) != 1:
+            raise ValueError(
+                f"exact search pools caches of one tensor, or a stepper that caches_prefixes; "
+                f"{type(model).__name__}.initial_cache has {len(tensors)} tensors."
+            )
+        shape = tensors[0].shape
+        longer = tf.nest.flatten(model.initial_cache(1, 2))[0].shape
         axes = [axis for axis in range(shape.rank) if shape[axis] != longer[axis]]
         if len(axes) != 1 or axes[0] == 0:
             raise ValueError(f"a cache needs one axis of positions after the rows: {shape}.")
         (axis,) = axes
-        return cls(axis, tuple(shape[1:axis]) + tuple(shape[axis + 1 :]), cache.dtype)
+        entry_shape = tuple(shape[1:axis]) + tuple(shape[axis + 1 :])
+        return cls(axis, entry_shape, tensors[0].dtype, structure)
 
     def zeros(self, count: int) -> tf.Tensor:
         return tf.zeros([count, *self.entry_shape], self.dtype)
 
-    def cache(self, entries: tf.Tensor) -> tf.Tensor:
+    def cache(self, entries: tf.Tensor) -> Any:
         """A cache from `[rows, positions, *entry_shape]` entries (positions moved in place)."""
         axes = list(range(2, self.position_axis + 1)) + [1]
         rest = list(range(self.position_axis + 1, len(self.entry_shape) + 2))
-        return tf.transpose(entries, [0, *axes, *rest])
+        tensor = tf.transpose(entries, [0, *axes, *rest])
+        return tf.nest.pack_sequence_as(self.structure, [tensor])
 
-    def entries_at(self, cache: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
+    def entries_at(self, cache: Any, positions: tf.Tensor) -> tf.Tensor:
         """Each row's entry at its position: `[rows, *entry_shape]`."""
-        return tf.gather(cache, positions, axis=self.position_axis, batch_dims=1)
+        (tensor,) = tf.nest.flatten(cache)
+        return tf.gather(tensor, positions, axis=self.position_axis, batch_dims=1)
 
 
 class _CachePool:
@@ -337,7 +350,7 @@ class _SentenceSearch:
 
 
 def exact_search(
-    model: StepModel,
+    model: Decodable,
     source_ids: tf.Tensor,
     state_budget: int = DEFAULT_STATE_BUDGET,
     beam_size: int = 4,
@@ -355,8 +368,9 @@ def exact_search(
     ```
 
     Args:
-        model: A `StepModel` (`tfscones.decoding.step`) whose `decode_step` takes one position
-            per row, as `Seq2SeqTransformer`'s does.
+        model: A `Decodable` (`tfscones.models.stepping`): a model such as a
+            `Seq2SeqTransformer`, or a `StepModel` (its `decode_step` takes one position per
+            row on an `initial_cache`).
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         state_budget: Most prefixes a sentence may expand before it stops (incomplete).
         beam_size: Beam of the search that gives the initial lower bound.
@@ -376,7 +390,8 @@ def exact_search(
     AT_LEAST_ONE.check("beam_size", beam_size)
     AT_LEAST_ONE.check("rows_per_call", rows_per_call)
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-    width = common.max_output_length(model, max_length)
+    stepper = model.stepper()
+    width = common.max_output_length(stepper, max_length)
     beam = Search(
         "beam",
         beam_size=beam_size,
@@ -385,10 +400,10 @@ def exact_search(
         max_length_b=max_length_b,
     )
     initial = compiled_search(model, beam)(source_ids)
-    source = common.encode_source(model, source_ids, width, max_length_a, max_length_b)
+    source = common.encode_source(stepper, source_ids, width, max_length_a, max_length_b)
     limits = source.max_lengths.numpy()
     pool = _CachePool(
-        _CacheLayout.of(model), capacity=len(limits) * (int(limits.max()) + 1) + rows_per_call + 1
+        _CacheLayout.of(stepper), capacity=len(limits) * (int(limits.max()) + 1) + rows_per_call + 1
     )
     searches = [
         _SentenceSearch(
@@ -407,7 +422,7 @@ def exact_search(
         )
     ]
     step = functools.partial(
-        _step_states, _cached_step(model), pool, source, common.step_weights(model)
+        _step_states, _cached_step(model), pool, source, stepper.step_weights()
     )
     _search_side_by_side(step, searches, rows_per_call)
     return [search.result() for search in searches]
@@ -517,7 +532,7 @@ def _step_states(
         step: From `_cached_step`.
         pool: The cache pool; each state's new keys and values go to a slot allocated here.
         source: The sentences' encoder tensors, one row per sentence.
-        weights: `common.step_weights(model)`, made once per search.
+        weights: The stepper's `step_weights()`, made once per search.
         requests: The states, with the index of their sentence.
         thresholds: float32 `[len(requests)]`, from `candidate_thresholds`.
 
@@ -547,7 +562,7 @@ def _step_states(
     return candidates_by_row(rows, tokens, scores, len(requests)), slots
 
 
-def _cached_step(model: StepModel):
+def _cached_step(model: Decodable):
     """The `tf.function` of one decoder step of states from their parents' cached positions.
 
     `step(entries, source, weights, sentences, parent_slots, positions, tokens, slots,
@@ -556,83 +571,84 @@ def _cached_step(model: StepModel):
     from `source` (`_source_access`), steps `tokens` at `positions` with the search's step
     `weights`, writes each row's new entry to its slot in `entries`, and returns the
     `candidate_entries` of the head's log scores above `thresholds`. The kind of cache it
-    steps on depends on the model (`_cache_access`). Made once per model.
+    steps on depends on the stepper's capabilities (`_cache_access`). Made once per model.
     """
 
     def build(model_ref):
-        cache_of, new_entries_of = _cache_access(model_ref())
-        sources_of = _source_access(model_ref())
+        capabilities = model_ref().stepper().capabilities
+        cache_of, new_entries_of = _cache_access(model_ref().stepper())
+        sources_of = _source_access(capabilities)
 
         @tf.function(reduce_retracing=True)
         def step(
             entries, source, weights, sentences, parent_slots, positions, tokens, slots, thresholds
         ):
-            model = model_ref()
-            cache = cache_of(model, entries, parent_slots)
-            step_source, rows_per_source = sources_of(model, source, sentences)
+            stepper = model_ref().stepper()
+            cache = cache_of(stepper, entries, parent_slots)
+            step_source, rows_per_source = sources_of(source, sentences)
             logits, cache = common.decode_step(
-                model, step_source, tokens, cache, positions, weights, rows_per_source
+                stepper, step_source, tokens, cache, positions, weights, rows_per_source
             )
-            new_entries = new_entries_of(model, cache, positions)
+            new_entries = new_entries_of(stepper, cache, positions)
             entries.scatter_update(tf.IndexedSlices(new_entries, slots))
-            return candidate_entries(model.head, logits, thresholds)
+            return candidate_entries(stepper.head, logits, thresholds)
 
         return step
 
     return per_model_function(model, (_cached_step,), build)
 
 
-def _cache_access(model: StepModel) -> tuple[Callable, Callable]:
-    """How `_cached_step` makes `model`'s cache from pooled entries, and takes the new ones out.
+def _cache_access(stepper: StepModel) -> tuple[Callable, Callable]:
+    """How `_cached_step` makes a stepper's cache from pooled entries, and takes the new ones out.
 
     Returns:
-        `(cache_of, new_entries_of)`: `cache_of(model, entries, parent_slots)` makes the step's
-        cache from the pool's `entries` at each row's `parent_slots`; `new_entries_of(model,
-        cache, positions)` takes each row's new entry `[rows, *entry_shape]` from the cache the
-        step returns. A model with `prefix_cache` (`Seq2SeqTransformer`) gathers a
-        `PrefixCache` itself, which returns the new entries alone; any other model steps on an
-        `initial_cache`-shaped cache (`_CacheLayout`). Both take the model as an argument, so
-        that the step holds it weakly.
+        `(cache_of, new_entries_of)`: `cache_of(stepper, entries, parent_slots)` makes the
+        step's cache from the pool's `entries` at each row's `parent_slots`;
+        `new_entries_of(stepper, cache, positions)` takes each row's new entry
+        `[rows, *entry_shape]` from the cache the step returns. A stepper that
+        `caches_prefixes` (`TransformerStepper`) gathers a `prefix_cache` itself, which returns
+        the new entries alone; any other steps on an `initial_cache`-shaped cache
+        (`_CacheLayout`). Both take the stepper as an argument, so that the step holds its
+        model weakly.
     """
-    if hasattr(model, "prefix_cache"):
+    if stepper.capabilities.caches_prefixes:
         return (
-            lambda model, entries, parent_slots: model.prefix_cache(entries, parent_slots),
-            lambda model, cache, positions: model.prefix_entries(cache),
+            lambda stepper, entries, parent_slots: stepper.prefix_cache(entries, parent_slots),
+            lambda stepper, cache, positions: stepper.prefix_entries(cache),
         )
-    layout = _CacheLayout.of(model)
+    layout = _CacheLayout.of(stepper)
     return (
-        lambda model, entries, parent_slots: layout.cache(tf.gather(entries, parent_slots)),
-        lambda model, cache, positions: layout.entries_at(cache, positions),
+        lambda stepper, entries, parent_slots: layout.cache(tf.gather(entries, parent_slots)),
+        lambda stepper, cache, positions: layout.entries_at(cache, positions),
     )
 
 
-def _source_access(model: StepModel) -> Callable:
+def _source_access(capabilities: StepCapabilities) -> Callable:
     """How `_cached_step` gives its rows their sentences' encoder tensors.
 
     Returns:
-        `sources_of(model, source, sentences)`, which returns the source and `rows_per_source`
-        that `common.decode_step` takes for rows of `sentences` (int32 `[rows]`, indices into
-        `source`). A model with `source_groups` (`Seq2SeqTransformer`) gets each sentence of
-        the step once, its cross-attention keys and values read once for all of its rows; any
-        other model a copy of its sentence's tensors for every row. Like `_cache_access`, the
-        model is an argument, so that the step holds it weakly.
+        `sources_of(source, sentences)`, which returns the source and `rows_per_source` that
+        `common.decode_step` takes for rows of `sentences` (int32 `[rows]`, indices into
+        `source`). A stepper that `shares_sources` gets each sentence of the step once, its
+        cross-attention keys and values read once for all of its rows (`SourceGroups`); any
+        other a copy of its sentence's tensors for every row.
     """
-    if hasattr(model, "source_groups"):
+    if capabilities.shares_sources:
 
-        def grouped(model, source, sentences):
+        def grouped(source, sentences):
             present, row_sources = tf.unique(sentences)
             present_source = tf.nest.map_structure(lambda t: tf.gather(t, present), source)
-            return present_source, model.source_groups(row_sources)
+            return present_source, SourceGroups.of(row_sources)
 
         return grouped
-    return lambda model, source, sentences: (
+    return lambda source, sentences: (
         tf.nest.map_structure(lambda t: tf.gather(t, sentences), source),
         1,
     )
 
 
 def exact_translate(
-    model: StepModel,
+    model: Decodable,
     tokenizer: Any,
     sentences: Sequence[str],
     batch_size: int = 64,

@@ -3,14 +3,15 @@
 Shen et al. (2019), "Mixture Models for Diverse Machine Translation: Tricks of the Trade", decode
 with each of the K experts of a hard mixture greedily and in parallel (§3.2, last paragraph): K
 diverse translations per sentence. `ParallelExperts` adapts the model to the decoders' interface
-(`tfscones.decoding.step.StepModel`): each source is tiled K times and row `b * K + k` is decoded
+(`tfscones.models.stepping.StepModel`): each source is tiled K times and row `b * K + k` is decoded
 by expert k, whose embedding replaces the BOS token at index 0. `decode_experts` runs any `Search`
 that way and returns the K experts' hypotheses of every sentence.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+import dataclasses
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tensorflow as tf
 
@@ -19,6 +20,7 @@ from tfscones.decoding.search import NBest, Search
 if TYPE_CHECKING:
     from tfscones.heads import OutputHead
     from tfscones.models.latent_experts import LatentExpertTransformer
+    from tfscones.models.stepping import ExpertTransformerStepper
 
 
 class ExpertStates(NamedTuple):
@@ -40,10 +42,8 @@ class ExpertStates(NamedTuple):
 class ParallelExperts:
     """A `LatentExpertTransformer` that decodes each row with its own expert, for any decoder.
 
-    It is a `tfscones.decoding.step.StepModel` (`encode`, `cross_attention_cache`,
-    `initial_cache`, `decode_step`, `head`, `max_sequence_length`), so the decoders of
-    `tfscones.decoding`, exact search included, run it unchanged. Its rows are sources tiled K
-    times: row `b * K + k` of
+    It is a `tfscones.models.stepping.StepModel`, so the decoders of `tfscones.decoding`, exact
+    search included, run it unchanged. Its rows are sources tiled K times: row `b * K + k` of
     `tile_sources(source_ids)` is sentence b decoded by expert k, whose embedding replaces the
     BOS token a decoder feeds at index 0. Every decoder derives its row count and length limits
     from the source ids it is given, so the tiling happens before the decoder is called:
@@ -57,25 +57,31 @@ class ParallelExperts:
     Beam search gives one beam per expert and sentence the same way; `decode_experts` does the
     tiling and reshaping for any `Search`. Rows are encoded separately, so each source is
     encoded K times (one batched call); the decoder's work is K times a single model's anyway.
+    Each row carries its expert with its encoder outputs, so rows do not share sources; every
+    other capability is the model stepper's.
 
     Args:
         model: The `LatentExpertTransformer`.
+        model_stepper: The model's stepper to step with (default: `model.stepper()`; an
+            export passes its frozen one).
     """
 
-    def __init__(self, model: LatentExpertTransformer):
+    def __init__(
+        self, model: LatentExpertTransformer, model_stepper: ExpertTransformerStepper | None = None
+    ):
         self.model = model
+        self.model_stepper = model.stepper() if model_stepper is None else model_stepper
+        self.capabilities = dataclasses.replace(
+            self.model_stepper.capabilities, shares_sources=False
+        )
+        self.num_experts = model.num_experts
+        self.head: OutputHead = model.head
+        self.max_sequence_length = model.max_sequence_length
 
-    @property
-    def num_experts(self) -> int:
-        return self.model.num_experts
-
-    @property
-    def head(self) -> OutputHead:
-        return self.model.head
-
-    @property
-    def max_sequence_length(self) -> int:
-        return self.model.max_sequence_length
+    def stepper(self, frozen_weights: bool = False) -> ParallelExperts:
+        """Itself; or, for `frozen_weights` where its own are not, a frozen copy of it."""
+        frozen = self.model_stepper.stepper(frozen_weights=frozen_weights)
+        return self if frozen is self.model_stepper else ParallelExperts(self.model, frozen)
 
     def tile_sources(self, source_ids) -> tf.Tensor:
         """Repeats every source K times: row `b * K + k` is source b for expert k.
@@ -104,20 +110,28 @@ class ParallelExperts:
         return ExpertStates(states=states, experts=experts), padding_mask
 
     def cross_attention_cache(self, encoder_outputs: ExpertStates) -> tf.Tensor:
-        """The model's `cross_attention_cache` of the rows' states."""
-        return self.model.cross_attention_cache(encoder_outputs.states)
-
-    def initial_cache(self, batch_size, max_length: int | None = None) -> tf.Tensor:
-        """The model's `initial_cache`."""
-        return self.model.initial_cache(batch_size, max_length)
-
-    def growing_cache(self, batch_size):
-        """The model's `growing_cache`."""
-        return self.model.growing_cache(batch_size)
+        """The model stepper's `cross_attention_cache` of the rows' states."""
+        return self.model_stepper.cross_attention_cache(encoder_outputs.states)
 
     def step_weights(self):
-        """The model's `step_weights`."""
-        return self.model.step_weights()
+        """The model stepper's `step_weights`."""
+        return self.model_stepper.step_weights()
+
+    def initial_cache(self, batch_size, max_length: int | None = None):
+        """The model stepper's `initial_cache`."""
+        return self.model_stepper.initial_cache(batch_size, max_length)
+
+    def growing_cache(self, batch_size):
+        """The model stepper's `growing_cache`."""
+        return self.model_stepper.growing_cache(batch_size)
+
+    def prefix_cache(self, entries, slots):
+        """The model stepper's `prefix_cache`."""
+        return self.model_stepper.prefix_cache(entries, slots)
+
+    def prefix_entries(self, own_position) -> tf.Tensor:
+        """The model stepper's `prefix_entries`."""
+        return self.model_stepper.prefix_entries(own_position)
 
     def decode_step(
         self,
@@ -128,8 +142,9 @@ class ParallelExperts:
         index,
         cross_attention_cache=None,
         step_weights=None,
-    ) -> tuple[tf.Tensor, tf.Tensor]:
-        """The model's `decode_step`, with each row's expert in place of the token at index 0.
+        rows_per_source=1,
+    ) -> tuple[tf.Tensor, Any]:
+        """The model stepper's `decode_step`, each row's expert in place of the token at index 0.
 
         Args:
             token_ids: int `[rows]`, the tokens at position `index` (the decoder's BOS at 0).
@@ -137,16 +152,17 @@ class ParallelExperts:
             source_padding_mask: bool `[rows, source_length]`.
             cache: The self-attention cache.
             index: int scalar, the position of `token_ids`, or int32 `[rows]`, one per row.
-            cross_attention_cache: Optional, from `cross_attention_cache`.
-            step_weights: Optional, from `step_weights`.
+            cross_attention_cache: From `cross_attention_cache`; computed if None.
+            step_weights: From `step_weights`; computed if None.
+            rows_per_source: 1 (rows do not share sources).
 
         Returns:
-            `(logits, cache)`, as `Seq2SeqTransformer.decode_step`.
+            `(logits, cache)`, as `TransformerStepper.decode_step`.
         """
         token_ids = tf.reshape(tf.convert_to_tensor(token_ids, tf.int32), [-1])
         expert_ids = self.model.expert_token_id(encoder_outputs.experts)
         token_ids = tf.where(tf.equal(index, 0), expert_ids, token_ids)
-        return self.model.decode_step(
+        return self.model_stepper.decode_step(
             token_ids,
             encoder_outputs.states,
             source_padding_mask,
@@ -154,11 +170,12 @@ class ParallelExperts:
             index,
             cross_attention_cache=cross_attention_cache,
             step_weights=step_weights,
+            rows_per_source=rows_per_source,
         )
 
 
 def decode_experts(
-    model: LatentExpertTransformer,
+    model: LatentExpertTransformer | ParallelExperts,
     source_ids,
     search: Search | None = None,
     jit_compile: bool = False,
@@ -179,7 +196,8 @@ def decode_experts(
     ```
 
     Args:
-        model: The `LatentExpertTransformer`.
+        model: The `LatentExpertTransformer`, or its `ParallelExperts` (an export passes one
+            whose step weights are frozen).
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         search: The strategy; greedy search by default.
         jit_compile: True when the caller compiles this with XLA (see `greedy_decode`).
@@ -196,10 +214,10 @@ def decode_experts(
         search = Search(**search_settings)
     elif search_settings:
         raise ValueError("give either a Search or its settings, not both.")
-    experts = ParallelExperts(model)
+    experts = model if isinstance(model, ParallelExperts) else ParallelExperts(model)
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     output = search.decode(experts, experts.tile_sources(source_ids), jit_compile=jit_compile)
-    count = model.num_experts * search.output_count
+    count = experts.num_experts * search.output_count
     batch_size = tf.shape(source_ids)[0]
     return NBest(
         ids=tf.reshape(output.ids, [batch_size, count, tf.shape(output.ids)[-1]]),

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from tfscones.decoding import common
-from tfscones.decoding.step import StepModel
+from tfscones.models.stepping import Decodable
 
 
 class GreedyOutput(NamedTuple):
@@ -27,7 +27,7 @@ class GreedyOutput(NamedTuple):
 
 
 def greedy_decode(
-    model: StepModel,
+    model: Decodable,
     source_ids: tf.Tensor,
     max_length: int | None = None,
     max_length_a: float = common.DEFAULT_MAX_LENGTH_A,
@@ -60,7 +60,8 @@ def greedy_decode(
     ```
 
     Args:
-        model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
+        model: A `Decodable` (`tfscones.models.stepping`): a model such as a
+            `Seq2SeqTransformer`, or a `StepModel`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         max_length: Most tokens any sentence may produce, EOS included: the static length of the
             decoding cache and the width of `ids`. Defaults to `model.max_sequence_length`.
@@ -74,6 +75,7 @@ def greedy_decode(
     Returns:
         A `GreedyOutput` `(ids, lengths, scores)`.
     """
+    model = model.stepper()
     width = common.max_output_length(model, max_length)
     source = common.encode_source(model, source_ids, width, max_length_a, max_length_b)
 

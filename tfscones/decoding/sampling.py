@@ -39,7 +39,7 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from tfscones.decoding import common
-from tfscones.decoding.step import StepModel
+from tfscones.models.stepping import Decodable
 from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE_INTEGER, POSITIVE, Range
 
 _MANTISSA_BITS = 23
@@ -63,7 +63,7 @@ class SamplingOutput(NamedTuple):
 
 
 def sample_decode(
-    model: StepModel,
+    model: Decodable,
     source_ids: tf.Tensor,
     num_samples: int = 1,
     temperature: float = 1.0,
@@ -99,7 +99,8 @@ def sample_decode(
     ```
 
     Args:
-        model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
+        model: A `Decodable` (`tfscones.models.stepping`): a model such as a
+            `Seq2SeqTransformer`, or a `StepModel`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         num_samples: Samples per source sentence, at least 1.
         temperature: T > 0, finite: the sampled distribution is ∝ exp(log_scores / T). Below 1
@@ -125,6 +126,7 @@ def sample_decode(
     """
     validate_sampling_arguments(num_samples, temperature, top_k, top_p)
     seed = _as_seed(seed)
+    model = model.stepper()
     width = common.max_output_length(model, max_length)
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     source = common.encode_source(model, source_ids, width, max_length_a, max_length_b)

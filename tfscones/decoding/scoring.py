@@ -87,7 +87,10 @@ def score_texts(
 
     Sources are tokenised as for translation (cut to the model's positions, EOS last), targets
     as training targets (pieces, then EOS). A target longer than the model's positions cannot
-    be scored whole: its score is NaN, never the score of its beginning.
+    be scored whole: its score is NaN, never the score of its beginning. (The SavedModel's
+    `score` also gives NaN for a target over its request limit of `max_source_characters`
+    characters; the library has no character limit.) Pairs run `batch_size` at a time sorted by
+    target length (`in_length_sorted_batches`), so that short targets are not padded to long ones.
 
     Args:
         model: As in `teacher_forced`.
@@ -105,34 +108,61 @@ def score_texts(
     """
     check_text_pairs(sources, targets)
     AT_LEAST_ONE.check("batch_size", batch_size)
-    length = model.max_sequence_length
-    scores = np.zeros(len(sources), np.float32)
     if not sources:
-        return scores
-    score_batch = _compiled_scores(model)
-    for start in range(0, len(sources), batch_size):
-        batch = slice(start, start + batch_size)
-        source_ids = source_ids_for_model(tokenizer, tf.constant(list(sources[batch])), length)
-        pieces = tokenizer.tokenize(tf.constant(list(targets[batch])))
-        target_ids = append_eos(pieces, length)
-        scored = score_batch(
-            source_ids.to_tensor(default_value=PAD_ID), target_ids.to_tensor(default_value=PAD_ID)
-        ).numpy()
-        scores[batch] = np.where(pieces.row_lengths().numpy() > length - 1, np.nan, scored)
-    return scores
+        return np.zeros(0, np.float32)
+    length = model.max_sequence_length
+    source_ids = source_ids_for_model(tokenizer, tf.constant(list(sources)), length)
+    pieces = tokenizer.tokenize(tf.constant(list(targets)))
+    scored = in_length_sorted_batches(
+        _compiled_scores(model), source_ids, append_eos(pieces, length), batch_size
+    )["scores"].numpy()
+    return np.where(pieces.row_lengths().numpy() > length - 1, np.nan, scored)
 
 
-def check_text_pairs(sources: Sequence[str], targets: Sequence[str]) -> None:
-    """Checks the pairs `score_texts` takes, before a model loads.
+def in_length_sorted_batches(
+    function: Any, source_ids: tf.RaggedTensor, target_ids: tf.RaggedTensor, batch_size: int
+) -> dict[str, tf.Tensor]:
+    """`function`'s outputs over batches of pairs sorted by target length, in input order.
+
+    Args:
+        function: `function(source_ids, target_ids) -> dict of tensors, batch first`, on padded
+            int32 `[batch, length]` ids.
+        source_ids: Ragged int32 `[pairs, None]`.
+        target_ids: Ragged int32 `[pairs, None]`.
+        batch_size: Pairs per call.
+
+    Returns:
+        Each output of `function`, concatenated over the batches, pair `i` at row `i`.
+    """
+    order = np.argsort(target_ids.row_lengths().numpy(), kind="stable")
+    batches = []
+    for start in range(0, len(order), batch_size):
+        indices = order[start : start + batch_size]
+        sources = tf.gather(source_ids, indices).to_tensor(default_value=PAD_ID)
+        targets = tf.gather(target_ids, indices).to_tensor(default_value=PAD_ID)
+        batches.append(function(sources, targets))
+    inverse = np.argsort(order)
+    return {key: tf.gather(tf.concat([b[key] for b in batches], 0), inverse) for key in batches[0]}
+
+
+def check_text_pairs(
+    sources: Sequence[str], targets: Sequence[str], targets_name: str = "targets"
+) -> None:
+    """Checks sentence pairs (`score_texts`, calibration's), before a model loads.
+
+    Args:
+        sources: Source sentences.
+        targets: One sentence per source.
+        targets_name: What the error messages call the targets (`references`, ...).
 
     Raises:
         TypeError: If `sources` or `targets` is one string.
         ValueError: If they differ in length.
     """
     if isinstance(sources, str) or isinstance(targets, str):
-        raise TypeError("sources and targets must be sequences of strings, not a string.")
+        raise TypeError(f"sources and {targets_name} must be sequences of strings, not a string.")
     if len(sources) != len(targets):
-        raise ValueError(f"{len(sources)} sources but {len(targets)} targets.")
+        raise ValueError(f"{len(sources)} sources but {len(targets)} {targets_name}.")
 
 
 def _compiled_scores(model: Any) -> tf.types.experimental.PolymorphicFunction:
@@ -141,11 +171,17 @@ def _compiled_scores(model: Any) -> tf.types.experimental.PolymorphicFunction:
     def build(model_ref):
         @tf.function(input_signature=[_IDS, _IDS])
         def scores(source_ids, target_ids):
-            return teacher_forced(model_ref(), source_ids, target_ids).scores
+            return {"scores": teacher_forced(model_ref(), source_ids, target_ids).scores}
 
         return scores
 
     return per_model_function(model, (_compiled_scores,), build)
 
 
-__all__ = ["TeacherForced", "check_text_pairs", "score_texts", "teacher_forced"]
+__all__ = [
+    "TeacherForced",
+    "check_text_pairs",
+    "in_length_sorted_batches",
+    "score_texts",
+    "teacher_forced",
+]

@@ -18,7 +18,7 @@ from tfscones.decoding import common
 from tfscones.decoding.beam import beam_search, diverse_beam_search
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.decoding.sampling import sample_decode, validate_sampling_arguments
-from tfscones.decoding.step import StepModel
+from tfscones.models.stepping import Decodable
 from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE
 
 METHODS = ("greedy", "beam", "diverse_beam", "sample")
@@ -115,11 +115,12 @@ class Search:
         """Hypotheses per sentence that `decode` returns."""
         return 1 if self.method == "greedy" else self.num_hypotheses
 
-    def decode(self, model: StepModel, source_ids: tf.Tensor, jit_compile: bool = False) -> NBest:
+    def decode(self, model: Decodable, source_ids: tf.Tensor, jit_compile: bool = False) -> NBest:
         """Runs the strategy on a batch of source ids.
 
         Args:
-            model: A `StepModel` (`tfscones.decoding.step`), such as a `Seq2SeqTransformer`.
+            model: A `Decodable` (`tfscones.models.stepping`): a model such as a
+            `Seq2SeqTransformer`, or a `StepModel`.
             source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
             jit_compile: True when the caller compiles this with XLA (see `greedy_decode`).
 
@@ -128,7 +129,7 @@ class Search:
         """
         return blank_empty_sources(self._run(model, source_ids, jit_compile), source_ids)
 
-    def _run(self, model: StepModel, source_ids: tf.Tensor, jit_compile: bool) -> NBest:
+    def _run(self, model: Decodable, source_ids: tf.Tensor, jit_compile: bool) -> NBest:
         lengths = {
             "max_length": self.max_length,
             "max_length_a": self.max_length_a,

@@ -14,7 +14,7 @@ from tfscones.data.preprocessing import append_eos
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import NBest, Search
-from tfscones.decoding.step import StepModel
+from tfscones.models.stepping import Decodable
 from tfscones.ranges import AT_LEAST_ONE
 
 logger = logging.getLogger(__name__)
@@ -27,14 +27,14 @@ Decoder = Callable[..., NBest]
 
 
 def run_search(
-    model: StepModel, source_ids: tf.Tensor, search: Search, jit_compile: bool = False
+    model: Decodable, source_ids: tf.Tensor, search: Search, jit_compile: bool = False
 ) -> NBest:
     """The default `Decoder`: `search.decode(model, source_ids, jit_compile)`."""
     return search.decode(model, source_ids, jit_compile=jit_compile)
 
 
 def compiled_search(
-    model: StepModel,
+    model: Decodable,
     search: Search = GREEDY,
     jit_compile: bool = False,
     decoder: Decoder = run_search,
@@ -164,7 +164,7 @@ def _apply_policy(cut: dict[int, int], count: int, max_source_length: int, polic
 
 
 def translate(
-    model: StepModel,
+    model: Decodable,
     tokenizer: Any,
     sentences: Sequence[str] | tf.Tensor,
     batch_size: int = 64,
@@ -191,8 +191,8 @@ def translate(
     ```
 
     Args:
-        model: The model, a `StepModel` (`tfscones.decoding.step`) such as a
-            `Seq2SeqTransformer`.
+        model: A `Decodable` (`tfscones.models.stepping`): a model such as a
+            `Seq2SeqTransformer`, or a `StepModel`.
         tokenizer: A `tfscones.data.Tokenizer` of the model's vocabulary.
         sentences: Source sentences: a list of strings or a 1-D string tensor.
         batch_size: Sentences decoded together.
@@ -218,7 +218,7 @@ def translate(
 
 
 def translate_nbest(
-    model: StepModel,
+    model: Decodable,
     tokenizer: Any,
     sentences: Sequence[str] | tf.Tensor,
     batch_size: int = 64,

@@ -35,9 +35,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfscones.data.vocab_ids import PAD_ID
 from tfscones.decoding.compiled import per_model_function
-from tfscones.decoding.scoring import teacher_forced
+from tfscones.decoding.scoring import check_text_pairs, in_length_sorted_batches, teacher_forced
 from tfscones.decoding.translate import source_ids_for_model
 from tfscones.ranges import AT_LEAST_ONE
 
@@ -224,11 +223,16 @@ def force_decode(
             `batch_size` is not positive.
         TypeError: If `sources` or `references` is a single string.
     """
-    _check_pairs(sources, references, batch_size)
+    check_text_pairs(sources, references, targets_name="references")
+    if len(sources) == 0:
+        raise ValueError("no sentences to force-decode.")
+    AT_LEAST_ONE.check("batch_size", batch_size)
     length = model.max_sequence_length
     source_ids = source_ids_for_model(tokenizer, tf.constant(list(sources)), length)
     target_ids = source_ids_for_model(tokenizer, tf.constant(list(references)), length)
-    merged = _in_batches(compiled_force_decode(model), source_ids, target_ids, batch_size)
+    merged = in_length_sorted_batches(
+        compiled_force_decode(model), source_ids, target_ids, batch_size
+    )
     return ForcedDecoding(
         confidences=merged["confidences"].flat_values.numpy(),
         correct=merged["correct"].flat_values.numpy(),
@@ -236,29 +240,6 @@ def force_decode(
         lengths=merged["confidences"].row_lengths().numpy().astype(np.int32),
         sentence_scores=merged["sentence_scores"].numpy(),
     )
-
-
-def _check_pairs(sources, references, batch_size) -> None:
-    if isinstance(sources, str) or isinstance(references, str):
-        raise TypeError("sources and references must be sequences of strings, not a string.")
-    if len(sources) != len(references):
-        raise ValueError(f"{len(sources)} sources but {len(references)} references.")
-    if len(sources) == 0:
-        raise ValueError("no sentences to force-decode.")
-    AT_LEAST_ONE.check("batch_size", batch_size)
-
-
-def _in_batches(function, source_ids, target_ids, batch_size) -> dict[str, tf.Tensor]:
-    """`function`'s outputs over batches of pairs sorted by target length, in input order."""
-    order = np.argsort(target_ids.row_lengths().numpy(), kind="stable")
-    batches = []
-    for start in range(0, len(order), batch_size):
-        indices = order[start : start + batch_size]
-        sources = tf.gather(source_ids, indices).to_tensor(default_value=PAD_ID)
-        targets = tf.gather(target_ids, indices).to_tensor(default_value=PAD_ID)
-        batches.append(function(sources, targets))
-    inverse = np.argsort(order)
-    return {key: tf.gather(tf.concat([b[key] for b in batches], 0), inverse) for key in batches[0]}
 
 
 def compiled_force_decode(model: Any) -> tf.types.experimental.PolymorphicFunction:

@@ -23,8 +23,6 @@ the K experts' hypotheses of every sentence.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import keras
 import tensorflow as tf
 from keras import ops
@@ -32,10 +30,7 @@ from keras import ops
 from tfscones.data.preprocessing import padding_mask
 from tfscones.data.vocab_ids import BOS_ID, PAD_ID
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
-
-if TYPE_CHECKING:
-    from tfscones.models.decoder_step import SourceGroups
-    from tfscones.models.seq2seq_transformer import StepWeights
+from tfscones.models.stepping.transformer import ExpertTransformerStepper
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -201,9 +196,10 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         self.expert_share = ExpertShare(self.num_experts)
 
     @property
-    def _target_embedding(self) -> _TargetEmbeddingWithExperts:
+    def target_token_embedding(self) -> _TargetEmbeddingWithExperts:
+        """The target embedding, with the experts' embeddings at ids `vocabulary_size + z`."""
         return _TargetEmbeddingWithExperts(
-            super()._target_embedding,
+            super().target_token_embedding,
             self.expert_embedding,
             self.vocabulary_size,
             self.num_experts,
@@ -248,50 +244,15 @@ class LatentExpertTransformer(Seq2SeqTransformer):
         target_ids = self._start_with_experts(inputs["target_in_ids"], inputs.get("expert"))
         return self.decode(target_ids, encoder_outputs, source_padding_mask, training)
 
-    def decode_step(
-        self,
-        token_ids,
-        encoder_outputs,
-        source_padding_mask,
-        cache,
-        index,
-        cross_attention_cache=None,
-        step_weights: StepWeights | None = None,
-        rows_per_source: int | SourceGroups = 1,
-    ) -> tuple[tf.Tensor, tf.Tensor]:
-        """`Seq2SeqTransformer.decode_step`, where the token at index 0 may be an expert.
+    def stepper(self, frozen_weights: bool = False) -> ExpertTransformerStepper:
+        """The model's `StepModel`, which starts from expert 0 where a decoder feeds BOS.
 
-        At index 0, `expert_token_id(z)` selects expert z and BOS selects expert 0, as in `call`.
-        The test is a `tf.where` on `index == 0`, so the step stays free of Python branches on
-        tensors (XLA compiles it once for every index).
+        `tfscones.decoding.ParallelExperts` decodes each row with its own expert instead.
 
         Args:
-            token_ids: int `[batch]` (or `[batch, 1]`), the target token at position `index`.
-            encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
-            source_padding_mask: bool `[batch, source_length]` from `encode`.
-            cache: The self-attention cache, `initial_cache`'s shape.
-            index: int scalar (Python or tensor), the position of `token_ids`, or int32
-                `[batch]`, one per row.
-            cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`.
-            step_weights: Optional `step_weights()`.
-            rows_per_source: As in `Seq2SeqTransformer.decode_step`.
-
-        Returns:
-            `(logits, cache)`, as `Seq2SeqTransformer.decode_step`.
+            frozen_weights: As `Seq2SeqTransformer.stepper`.
         """
-        token_ids = ops.reshape(ops.convert_to_tensor(token_ids, "int32"), [-1])
-        at_start = ops.logical_and(ops.equal(index, 0), ops.equal(token_ids, BOS_ID))
-        token_ids = ops.where(at_start, self.vocabulary_size, token_ids)
-        return super().decode_step(
-            token_ids,
-            encoder_outputs,
-            source_padding_mask,
-            cache,
-            index,
-            cross_attention_cache=cross_attention_cache,
-            step_weights=step_weights,
-            rows_per_source=rows_per_source,
-        )
+        return ExpertTransformerStepper(self, frozen_weights=frozen_weights)
 
     def _expert_loss_object(self) -> keras.losses.Loss:
         """The compiled loss if it is a `keras.losses.Loss`, else the head's default loss."""

@@ -7,22 +7,24 @@ import zipfile
 
 import keras
 
-# Imported for their `register_keras_serializable` decorators: a saved, compiled model refers
-# to its loss, metrics and learning-rate schedule by their registered names.
+# Imported for their `register_keras_serializable` decorators: a saved model refers to its head
+# by its registered name.
 import tfscones.heads  # noqa: F401
-import tfscones.training.schedules  # noqa: F401
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
 from tfscones.run_folder import RunFolder
 
 
-def load_model(path: str | os.PathLike, compile: bool = False) -> Seq2SeqTransformer:
-    """Loads a model saved by training (`model.keras`, `checkpoints/last.keras`).
+def load_model(path: str | os.PathLike) -> Seq2SeqTransformer:
+    """Loads a model saved by training (`model.keras`, `checkpoints/last.keras`), uncompiled.
+
+    Decoding, analysis and export need the network and its weights, not the optimizer. To go
+    on training, `tfscones train` resumes a run from its checkpoints; in Python,
+    `keras.models.load_model(path)` restores the optimizer too once `tfscones.training` is
+    imported (its learning-rate schedules are registered there).
 
     Args:
         path: The `.keras` file.
-        compile: Whether to restore the optimizer, loss and metrics too (only to go on
-            training); decoding and export need only the weights.
 
     Returns:
         The model.
@@ -34,7 +36,7 @@ def load_model(path: str | os.PathLike, compile: bool = False) -> Seq2SeqTransfo
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no model file at {path}")
     try:
-        return keras.models.load_model(path, compile=compile)
+        return keras.models.load_model(path, compile=False)
     except (zipfile.BadZipFile, OSError, ValueError, KeyError) as error:
         raise ValueError(f"{path} is not a readable .keras model file ({error})") from None
 

@@ -2,105 +2,19 @@
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import NamedTuple
 
 import keras
 import keras_hub
-import numpy as np
 import tensorflow as tf
 from keras import ops
 
 from tfscones import heads
 from tfscones.data.id_checks import checked_examples
 from tfscones.data.preprocessing import padding_mask
-from tfscones.models.decoder_step import (
-    PrefixSlots,
-    SelfAttentionSlots,
-    SourceGroups,
-    cross_keys_and_values,
-    decoder_layer_step,
-    layer_norm,
-    layer_weights,
-    norm_weights,
-)
 from tfscones.models.output_projection import OutputProjection
 from tfscones.models.presets import PRESETS
-
-
-class GrowingCache(NamedTuple):
-    """A self-attention cache that holds exactly the positions decoded so far.
-
-    `Seq2SeqTransformer.growing_cache` makes an empty one and each `decode_step` returns it
-    one position longer. Its tensors have the rows first, so beam search reorders it with
-    `tf.gather` (`tf.nest.map_structure`). Each layer's keys and values are separate tensors, so
-    a step only appends its position to each (one concatenation per tensor) instead of slicing
-    and re-stacking one tensor of every layer, which copied the whole cache at every step.
-
-    Attributes:
-        layers: One `(keys, values)` pair per decoder layer, each
-            `[rows, num_heads, positions, head_dim]`, at every position decoded so far.
-    """
-
-    layers: tuple[tuple[tf.Tensor, tf.Tensor], ...]
-
-
-class PrefixCache(NamedTuple):
-    """Each row's own prefix of self-attention keys and values, for rows at different positions.
-
-    Exact search steps prefixes of different lengths together, each from its parent's cached
-    positions: row `r` holds its positions `0..index[r]-1` in its first slots, and the slots
-    after them are never read. A `decode_step` on it attends to them and to its own position
-    and returns a `PrefixCache` of that position alone, `[rows, 1, num_heads, head_dim]` per
-    tensor, rather than a copy of the prefixes with it written in: the caller keeps positions
-    itself (exact search's pool). Positions come before heads, as exact search gathers them
-    from its pool of entries, so that no step transposes them.
-    `Seq2SeqTransformer.prefix_cache` makes one from cache entries, and `prefix_entries` turns
-    a step's position back into entries.
-
-    Attributes:
-        layers: One `(keys, values)` pair per decoder layer, each
-            `[rows, slots, num_heads, head_dim]`.
-    """
-
-    layers: tuple[tuple[tf.Tensor, tf.Tensor], ...]
-
-
-class StepWeights(NamedTuple):
-    """What `decode_step` uses that is worth computing once per search, before the loop.
-
-    `Seq2SeqTransformer.step_weights()` makes it; a search passes it to every `decode_step`.
-    Only the output projection's kernel is here: for tied embeddings it is the transpose of the
-    table (a copy of the whole table, which a step would otherwise make every time). Every
-    other weight is read inside the step: in a lowered `tf.while_loop` a captured tensor costs
-    three ops per iteration (Merge, Switch, NextIteration), more than reading a variable, whose
-    handle enters the loop as a constant.
-
-    Attributes:
-        output_kernel: `[hidden, vocabulary]` in the output projection's compute dtype.
-    """
-
-    output_kernel: tf.Tensor
-
-
-@functools.lru_cache(maxsize=16)
-def _sinusoid_timescales(hidden_dim: int, max_wavelength: float, dtype: str):
-    """keras-hub `SinePositionEncoding`'s per-feature timescales and which features take a sine.
-
-    `min_frequency ** (2 * (feature // 2) / hidden_dim)` in `dtype`, computed by TensorFlow's
-    own `pow` kernel (eagerly, once per model shape: NumPy's power differs in the last bit), so
-    that a decoding step multiplies by the same constants it used to recompute at every step.
-
-    Returns:
-        `(timescales [hidden_dim], even [hidden_dim] bool)`, NumPy arrays.
-    """
-    with tf.init_scope():
-        features = tf.range(hidden_dim)
-        min_frequency = tf.cast(1 / max_wavelength, dtype)
-        exponents = tf.cast(2 * (features // 2), dtype) / tf.cast(hidden_dim, dtype)
-        timescales = tf.pow(min_frequency, exponents).numpy()
-    return timescales, np.arange(hidden_dim) % 2 == 0
+from tfscones.models.stepping.transformer import TransformerStepper
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -137,13 +51,9 @@ class Seq2SeqTransformer(keras.Model):
     scores its steps in search. The output bias starts at `head.output_bias_initializer` (-log|V|
     for the SCONES sigmoid head).
 
-    Decoding calls `encode` once, then `decode_step` for each position with a key/value cache
-    (and, optionally, the encoder's keys and values from `cross_attention_cache`). The cache of
-    `initial_cache` has one slot per allowed position, so shapes do not change between steps and
-    decoding runs under XLA; the cache of `growing_cache` holds exactly the positions decoded so
-    far, so a step's work grows with the output instead (the decoders' choice outside XLA).
-    `decode_step` computes one position with a few plain ops per layer
-    (`tfscones.models.decoder_step`), not through the layers' `call`.
+    The model holds the network and its training; decoding is its stepper's
+    (`stepper()`, a `tfscones.models.stepping.TransformerStepper`), which every decoder of
+    `tfscones.decoding` steps one position at a time with a key/value cache.
 
     Args:
         vocabulary_size: Size of the (joint) vocabulary.
@@ -154,7 +64,7 @@ class Seq2SeqTransformer(keras.Model):
         intermediate_dim: Size of the MLP's hidden layer.
         dropout: Dropout rate of embeddings, attention weights, attention outputs and MLP outputs.
         max_sequence_length: Longest target the model is meant to produce: the default length
-            of a decoding cache (`initial_cache`).
+            of a decoding cache (its stepper's `initial_cache`).
         head: The output head, or anything `tfscones.heads.get` accepts.
         tie_embeddings: Whether the source embedding, the target embedding and the output
             projection (transposed, plus its own bias) share one matrix.
@@ -276,7 +186,8 @@ class Seq2SeqTransformer(keras.Model):
         return self.token_embedding if self.tie_embeddings else self.source_embedding
 
     @property
-    def _target_embedding(self) -> keras.layers.Embedding:
+    def target_token_embedding(self) -> keras.layers.Embedding:
+        """The embedding of the decoder's input tokens (the source's, when tied)."""
         return self.token_embedding if self.tie_embeddings else self.target_embedding
 
     @property
@@ -364,7 +275,7 @@ class Seq2SeqTransformer(keras.Model):
     def _decoder_states(self, target_in_ids, encoder_outputs, source_padding_mask, training):
         """The decoder's final hidden states `[batch, target_length, hidden_dim]`."""
         target_ids = ops.convert_to_tensor(target_in_ids, "int32")
-        x = self._embed(self._target_embedding, target_ids, training=training)
+        x = self._embed(self.target_token_embedding, target_ids, training=training)
         for layer in self.decoder_layers:
             x = layer(
                 x,
@@ -376,297 +287,14 @@ class Seq2SeqTransformer(keras.Model):
             x = self.decoder_final_norm(x)
         return x
 
-    def initial_cache(
-        self, batch_size: int | tf.Tensor, max_length: int | None = None
-    ) -> tf.Tensor:
-        """The empty self-attention cache of every decoder layer, one slot per position.
+    def stepper(self, frozen_weights: bool = False) -> TransformerStepper:
+        """The `StepModel` that decodes this model one position at a time (every decoder's).
 
         Args:
-            batch_size: Number of sequences decoded together (beams included).
-            max_length: Number of target positions the cache holds; defaults to
-                `max_sequence_length`. `decode_step` may be called for indices `0..max_length-1`.
-
-        Returns:
-            Zeros `[batch_size, num_decoder_layers, 2, num_heads, max_length, head_dim]` in the
-            compute dtype (axis 2: keys, values), head-major so that attention is a batched
-            matrix product.
+            frozen_weights: Whether the stepper makes its step weights once and keeps them in
+                variables (for an export; see `TransformerStepper`).
         """
-        max_length = self.max_sequence_length if max_length is None else max_length
-        shape = [
-            batch_size,
-            self.num_decoder_layers,
-            2,
-            self.num_heads,
-            max_length,
-            self.head_dim,
-        ]
-        return ops.zeros(shape, dtype=self.compute_dtype)
-
-    def growing_cache(self, batch_size: int | tf.Tensor) -> GrowingCache:
-        """An empty self-attention cache that each `decode_step` extends by one position.
-
-        A step on it attends to exactly the positions decoded so far, so its work grows with
-        the output, not with the longest output allowed, and beam search reorders only those
-        positions. Its length changes from step to step, so a `tf.while_loop` needs a shape
-        invariant for it, and XLA cannot compile it: use `initial_cache` there.
-
-        Args:
-            batch_size: Number of sequences decoded together (beams included).
-
-        Returns:
-            A `GrowingCache` holding no position.
-        """
-        empty = ops.zeros([batch_size, self.num_heads, 0, self.head_dim], self.compute_dtype)
-        return GrowingCache(tuple((empty, empty) for _ in range(self.num_decoder_layers)))
-
-    def prefix_cache(self, entries: tf.Tensor | tf.Variable, slots: tf.Tensor) -> PrefixCache:
-        """The `PrefixCache` of rows whose positions are the `entries` at `slots`.
-
-        Each layer's keys and values are gathered on their own, so that every tensor of the
-        cache comes out in the layout a step reads (`PrefixCache`), without a transpose.
-
-        Args:
-            entries: `[capacity, num_decoder_layers, 2, num_heads, head_dim]` (a tensor or a
-                variable, as exact search's pool): each entry is one position of one row of an
-                `initial_cache` (axis 2: keys, values).
-            slots: int32 `[rows, positions]`: row `r`'s position `p` is entry `slots[r, p]`.
-
-        Returns:
-            A `PrefixCache`, each tensor `[rows, positions, num_heads, head_dim]`.
-        """
-        # Indices (slot, 0, 0) of every position, made once; a layer's keys or values are at
-        # the offset (0, layer, part) from them.
-        at_slots = tf.pad(
-            tf.convert_to_tensor(slots, tf.int32)[..., tf.newaxis], [[0, 0]] * 2 + [[0, 2]]
-        )
-
-        def gathered(layer: int, part: int) -> tf.Tensor:
-            return tf.gather_nd(entries, at_slots + tf.constant([0, layer, part]))
-
-        return PrefixCache(
-            tuple((gathered(i, 0), gathered(i, 1)) for i in range(self.num_decoder_layers))
-        )
-
-    @staticmethod
-    def prefix_entries(own_position: PrefixCache) -> tf.Tensor:
-        """The entries `[rows, layers, 2, heads, head_dim]` of a step's own position.
-
-        Args:
-            own_position: The `PrefixCache` a `decode_step` on a `PrefixCache` returns.
-        """
-        keys_and_values = [tensor for layer in own_position.layers for tensor in layer]
-        _, _, heads, head_dim = keys_and_values[0].shape
-        entries = tf.concat(keys_and_values, axis=1)
-        return tf.reshape(entries, [-1, len(own_position.layers), 2, heads, head_dim])
-
-    @staticmethod
-    def source_groups(row_sources: tf.Tensor) -> SourceGroups:
-        """The `rows_per_source` of rows that decode their sources in any number each.
-
-        Args:
-            row_sources: int32 `[rows]`, the source row (of the encoder's tensors that the
-                step gets) each row decodes, in any order; every source has a row.
-
-        Returns:
-            A `SourceGroups`, for `decode_step(..., rows_per_source=...)`.
-        """
-        return SourceGroups.of(row_sources)
-
-    def cross_attention_cache(self, encoder_outputs) -> tuple[tuple[tf.Tensor, tf.Tensor], ...]:
-        """Keys and values of the decoder's attention over the encoder, computed once.
-
-        Optional: `decode_step` computes them itself at every step when not given them. Passing
-        this cache saves two `[source_length, hidden_dim] x [hidden_dim, hidden_dim]` products per
-        layer and step; its tensors have a batch axis first, so beam search tiles and reorders
-        them like the encoder outputs.
-
-        Args:
-            encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
-
-        Returns:
-            One `(keys, values)` pair per decoder layer, each
-            `[batch, num_heads, source_length, head_dim]` in the compute dtype.
-        """
-        encoder_outputs = ops.convert_to_tensor(encoder_outputs)
-        return tuple(cross_keys_and_values(layer, encoder_outputs) for layer in self.decoder_layers)
-
-    def decode_step(
-        self,
-        token_ids,
-        encoder_outputs,
-        source_padding_mask,
-        cache,
-        index,
-        cross_attention_cache=None,
-        step_weights: StepWeights | None = None,
-        rows_per_source: int | SourceGroups = 1,
-    ) -> tuple[tf.Tensor, tf.Tensor | GrowingCache]:
-        """Logits of the next token after the target token at position `index`, using the cache.
-
-        Feeding `target_in_ids[:, t]` for `t = 0, 1, ...` (BOS first) reproduces
-        `model(inputs, training=False)[:, t]`. Only position `index` is computed: the keys and
-        values of earlier positions come from `cache`, and this position's are added to it.
-
-        Three kinds of cache:
-        - `initial_cache(batch, max_length)`: one slot per position. Shapes do not depend on
-          `index`, so the step runs in `tf.while_loop` and under XLA. `index` may also give
-          every row its own position (exact search steps prefixes of different lengths
-          together): row r attends to its cached positions `0..index[r]-1` and to its token,
-          whose keys and values are written at `index[r]`; what the cache holds after
-          `index[r]` is neither read nor changed.
-        - `growing_cache(batch)`: exactly the positions before `index` (a scalar); the step
-          appends position `index`, so its cost grows with the positions decoded so far.
-        - `prefix_cache(entries, slots)`: each row's positions before its own `index[r]`; the step
-          returns its own position's keys and values alone (see `PrefixCache`), which spares
-          exact search the copies of every row's prefix that writing them in takes.
-
-        A search that decodes several rows per sentence (beam search's beams) may pass the
-        encoder's tensors once per sentence, `rows_per_source` rows each: each sentence's
-        cross-attention keys and values are then read once for all of its rows, as one matrix
-        product, rather than tiled to every row. Exact search, whose sentences have different
-        numbers of rows in a step, passes `source_groups(row_sources)` instead.
-
-        Args:
-            token_ids: int `[batch]` (or `[batch, 1]`), the target token at position `index`.
-            encoder_outputs: `[batch, source_length, hidden_dim]` from `encode`.
-            source_padding_mask: bool `[batch, source_length]` from `encode`.
-            cache: The self-attention cache holding positions `0..index-1`, from
-                `initial_cache`, `growing_cache` or `prefix_cache`.
-            index: int scalar (Python or tensor), the position of `token_ids`; or, with an
-                `initial_cache` or a `PrefixCache`, int32 `[batch]`, each row's own position.
-            cross_attention_cache: Optional `cross_attention_cache(encoder_outputs)`, to avoid
-                recomputing the encoder's keys and values at every step.
-            step_weights: Optional `step_weights()`, computed once before a decoding loop, so
-                that its steps do not transpose the output projection again.
-            rows_per_source: A static int: row `r` of `token_ids` and `cache` decodes source
-                row `r // rows_per_source` of `encoder_outputs`, `source_padding_mask` and
-                `cross_attention_cache`, which have `1 / rows_per_source` as many rows. Or
-                `source_groups(row_sources)`: row `r` decodes source row `row_sources[r]`.
-
-        Returns:
-            `(logits, cache)`: float32 logits `[batch, vocabulary_size]` and the cache, of the
-            kind given, with position `index` written.
-        """
-        token_ids = ops.reshape(ops.convert_to_tensor(token_ids, "int32"), [-1])
-        index = tf.convert_to_tensor(index, tf.int32)
-        if cross_attention_cache is None:
-            cross_attention_cache = self.cross_attention_cache(encoder_outputs)
-        growing = isinstance(cache, GrowingCache)
-        prefixes = isinstance(cache, PrefixCache)
-        slots = entries = None
-        if prefixes:
-            slots = PrefixSlots.before(index, tf.shape(cache.layers[0][0])[1])
-        elif not growing:
-            entries = tf.convert_to_tensor(cache, self.compute_dtype)
-            rows = tf.shape(token_ids)[0]
-            slots = SelfAttentionSlots.at(tf.broadcast_to(index, [rows]), tf.shape(entries)[4])
-        source_visible = tf.convert_to_tensor(source_padding_mask)[:, tf.newaxis, tf.newaxis, :]
-        if step_weights is None:
-            step_weights = self.step_weights()
-        dtype = self.compute_dtype
-        embedding = self._target_embedding
-        plain = type(embedding) is keras.layers.Embedding and embedding.quantization_mode is None
-        with tf.name_scope("step_embedding"):
-            table = tf.convert_to_tensor(embedding.embeddings) if plain else None
-            x = self._step_embedding(token_ids, index, table)
-        keys_and_values = []
-        for i, layer in enumerate(self.decoder_layers):
-            cross_keys, cross_values = cross_attention_cache[i]
-            if growing or prefixes:
-                keys, values = cache.layers[i]
-            else:
-                with tf.name_scope("cache_slices"):
-                    keys, values = entries[:, i, 0], entries[:, i, 1]
-            with tf.name_scope(f"decoder_step_{i}"):
-                step = decoder_layer_step(
-                    layer,
-                    x,
-                    keys,
-                    values,
-                    cross_keys,
-                    cross_values,
-                    source_visible,
-                    slots,
-                    layer_weights(layer, dtype),
-                    rows_per_source,
-                )
-            x = step.outputs
-            keys_and_values.append((step.keys, step.values))
-        if self.normalize_first:
-            x = layer_norm(norm_weights(self.decoder_final_norm, dtype), x)
-        logits = self._step_logits(x, step_weights)
-        if growing:
-            return logits, GrowingCache(tuple(keys_and_values))
-        if prefixes:
-            return logits, PrefixCache(tuple(keys_and_values))
-        with tf.name_scope("cache_stack"):
-            entries = tf.stack([tf.stack(pair, axis=1) for pair in keys_and_values], axis=1)
-        return logits, entries
-
-    def _step_logits(self, x, step_weights: StepWeights) -> tf.Tensor:
-        """`_logits` of `[rows, hidden]` with the prepared kernel (the same arithmetic)."""
-        projection = self.output_projection
-        dtype = projection.compute_dtype
-        with tf.name_scope("output_projection"):
-            return tf.matmul(tf.cast(x, dtype), step_weights.output_kernel) + tf.cast(
-                projection.bias, dtype
-            )
-
-    def step_weights(self) -> StepWeights:
-        """What `decode_step` should not recompute at every step: call once, before a loop.
-
-        Returns:
-            A `StepWeights` (no rows axis: a search passes the same one to every step).
-        """
-        projection = self.output_projection
-        dtype = projection.compute_dtype
-        if projection.tied:
-            kernel = tf.transpose(tf.cast(self.token_embedding.embeddings, dtype))
-        else:
-            kernel = tf.cast(projection.kernel, dtype)
-        return StepWeights(output_kernel=kernel)
-
-    def frozen_step_weights(self) -> StepWeights:
-        """`step_weights()` kept in variables, for a model whose weights no longer change.
-
-        An export makes them once (`tfscones.decoding.step.FrozenStepModel`), so that no
-        request repeats the work: with tied embeddings, a non-trainable variable holds the
-        transposed table (the SavedModel then holds the table twice; for the small preset's
-        8,000 × 256 table that is 8 MB more and a transpose of 1.4 ms less per request); an
-        untied kernel of the compute dtype is used as it is. The variables are copies: they do
-        not follow later training of the model.
-
-        Returns:
-            A `StepWeights` whose `output_kernel` is a `tf.Variable`.
-        """
-        projection = self.output_projection
-        if not projection.tied and projection.kernel.dtype == projection.compute_dtype:
-            return StepWeights(output_kernel=projection.kernel)
-        kernel = self.step_weights().output_kernel
-        return StepWeights(tf.Variable(kernel, trainable=False, name="frozen_output_kernel"))
-
-    def _step_embedding(self, token_ids, index, table=None):
-        """`_embed` of one token per row, `[rows, hidden_dim]`, at `index` (scalar or `[rows]`).
-
-        The sinusoids are keras-hub's `SinePositionEncoding` (sine at even, cosine at odd
-        features) computed for the given positions only; their per-feature timescales are
-        constants of the graph (`_sinusoid_timescales`), not recomputed at every step.
-        """
-        embedding = self._target_embedding
-        scale = ops.cast(math.sqrt(self.hidden_dim), embedding.compute_dtype)
-        if table is not None:
-            # The layer's lookup, without its handling of negative ids (a decoder feeds none).
-            tokens = tf.cast(tf.gather(table, token_ids), embedding.compute_dtype) * scale
-        else:
-            tokens = embedding(token_ids) * scale
-        dtype = self.position_encoding.compute_dtype
-        positions = tf.cast(tf.reshape(index, [-1, 1]), dtype)
-        timescales, even = _sinusoid_timescales(
-            self.hidden_dim, self.position_encoding.max_wavelength, dtype
-        )
-        angles = positions * tf.constant(timescales)
-        sines = tf.where(tf.constant(even), tf.sin(angles), tf.cos(angles))
-        return tokens + ops.cast(sines, tokens.dtype)
+        return TransformerStepper(self, frozen_weights=frozen_weights)
 
     def fit(self, x=None, y=None, *args, **kwargs):
         """Keras's `fit`, after checking that the examples' ids fit the vocabulary.

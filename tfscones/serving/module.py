@@ -55,11 +55,10 @@ from tfscones.data.preprocessing import append_eos
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import common
 from tfscones.decoding.beam import BeamOutput, beam_search
-from tfscones.decoding.experts import decode_experts
+from tfscones.decoding.experts import ParallelExperts, decode_experts
 from tfscones.decoding.greedy import greedy_decode
 from tfscones.decoding.scoring import teacher_forced
 from tfscones.decoding.search import Search
-from tfscones.decoding.step import FrozenStepModel
 from tfscones.models.latent_experts import LatentExpertTransformer
 
 DEFAULT_MAX_BATCH_SIZE = 64
@@ -178,11 +177,11 @@ class TranslationModule(tf.Module):
         max_length_b: Output tokens allowed in addition.
         max_request_bytes: Memory a full request's decoder state may take (see
             `RequestLimits`); 2 GiB by default.
-        freeze_step_weights: Whether the searches step a `FrozenStepModel` of the model (one
-            that has `frozen_step_weights()`, a `Seq2SeqTransformer`): what its steps prepare
-            (the transposed tied table) is then made once, here, and saved with the module,
-            instead of once per request (`export_run` does this: greedy search on one sentence
-            runs about 1.1x faster for the small preset). The model's weights must not change
+        freeze_step_weights: Whether the searches step `model.stepper(frozen_weights=True)`:
+            what its steps prepare (a `Seq2SeqTransformer`'s transposed tied table) is then
+            made once, here, and saved with the module, instead of once per request
+            (`export_run` does this: greedy search on one sentence runs about 1.1x faster for
+            the small preset). The model's weights must not change
             afterwards, or the searches use stale copies.
         name: Name of the module.
 
@@ -239,8 +238,9 @@ class TranslationModule(tf.Module):
         self.num_hypotheses = int(num_hypotheses)
         self.length_penalty = float(length_penalty)
         self.model = model
-        freeze = freeze_step_weights and hasattr(model, "frozen_step_weights")
-        self.decoding_model = FrozenStepModel(model) if freeze else model
+        self.decoding_model = model.stepper(frozen_weights=freeze_step_weights)
+        if isinstance(model, LatentExpertTransformer):
+            self.experts = ParallelExperts(model, self.decoding_model)
         self.tokenizer = tokenizer
 
     @property
@@ -323,9 +323,7 @@ class TranslationModule(tf.Module):
         if not isinstance(self.model, LatentExpertTransformer):
             raise TypeError("translate_experts needs a LatentExpertTransformer.")
         sources = self._source_ids(source)
-        output = decode_experts(
-            self.decoding_model, sources.ids, Search(**self._length_arguments())
-        )
+        output = decode_experts(self.experts, sources.ids, Search(**self._length_arguments()))
         return {
             "translations": self._texts(output.ids, sources.has_text),
             "scores": _blank(output.scores, sources.has_text, 0.0),

@@ -10,14 +10,11 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from tfscones.synthetic.options import EstimationOptions
-
-if TYPE_CHECKING:
-    from tfscones.synthetic.parameters import IBM3Parameters
 
 FORMAT = "tfscones-ibm3"
 HEADER_FILE = "ibm3.json"
@@ -33,8 +30,12 @@ ARRAY_FIELDS = (
 )
 
 
-def write_parameter_files(parameters: IBM3Parameters, directory: str | os.PathLike) -> Path:
+def write_parameter_files(parameters: Any, directory: str | os.PathLike) -> Path:
     """Writes `ibm3.json` and `ibm3.npz` of `parameters` to a folder, made if missing.
+
+    Args:
+        parameters: The `IBM3Parameters` (read by field name: this module serves that class).
+        directory: The folder.
 
     Returns:
         The folder.

@@ -510,8 +510,9 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
 
     Returns:
         A dict with the best dev BLEU, test BLEU and chrF, steps trained, wall time, the machine
-        (`tfscones.training.machine.describe_machine`) and the one-minute load average at the
-        start and the end (what else was running shows there).
+        (`tfscones.training.machine.describe_machine`), the one-minute load average at the
+        start and the end (what else was running shows there) and the code
+        (`tfscones.training.machine.code_version`).
     """
     started, load_at_start = time.monotonic(), machine.load_average()
     # The strategy comes first: a multi-worker strategy must configure TensorFlow's collective
@@ -541,6 +542,7 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
         "train_minutes": (time.monotonic() - started) / 60.0,
         "machine": machine.describe_machine(),
         "load_average": {"start": load_at_start, "end": machine.load_average()},
+        "code": machine.code_version(),
     }
     if averaged_bleu is not None:
         results["averaged_dev_bleu"] = averaged_bleu

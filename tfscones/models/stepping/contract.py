@@ -1,13 +1,11 @@
 """What a decoder needs from a model: encode once, step with a cache, score with the head.
 
-The decoders here never import a model class; they take any object with the methods below.
-`Seq2SeqTransformer` (and so `LatentExpertTransformer`) has them, and so does the expert adapter
-`tfscones.decoding.experts.ParallelExperts`; the tests' fake models implement them with a few
-tables. The protocol is `runtime_checkable`, so `isinstance(model, StepModel)` checks that every
-member is present (not their signatures). Every decoder takes a `StepModel`: greedy search, beam
-and diverse beam search, sampling, `Search.decode`, `compiled_search`, `translate`,
-`translate_nbest`, and exact search, which steps rows at different positions together (an
-`index` per row) from caches it assembles position by position.
+The decoders of `tfscones.decoding` never import a model class and never probe one. They take a
+`Decodable`, anything with `stepper()`, and decode with the `StepModel` it returns: a
+`Seq2SeqTransformer` returns a `tfscones.models.stepping.TransformerStepper` of itself (a
+`LatentExpertTransformer` its expert variant), `tfscones.decoding.ParallelExperts` and the tests'
+fake models are their own steppers. Every member of `StepModel` is required; what a stepper can
+do beyond the minimum it declares as data, in its `StepCapabilities`, and decoders read those.
 
 Shapes: `rows` is the number of sequences being decoded (sentences, or sentences times beams or
 samples), `source_length` the padded source length, `width` the number of output positions.
@@ -15,7 +13,8 @@ samples), `source_length` the padded source length, `width` the number of output
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+import dataclasses
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import tensorflow as tf
 
@@ -23,47 +22,89 @@ if TYPE_CHECKING:
     from tfscones.heads import OutputHead
 
 
+@dataclasses.dataclass(frozen=True)
+class StepCapabilities:
+    """What a `StepModel` can do beyond stepping on its `initial_cache`, one row per source.
+
+    Attributes:
+        shares_sources: Its `decode_step` takes `rows_per_source` above 1 (the encoder's
+            tensors hold one row per sentence, read once for that many consecutive rows: beam
+            search's beams) and a `SourceGroups` (rows that decode their sources in any number
+            each: exact search). Without it a search repeats the encoder's tensors to every row.
+        grows_cache: Its `growing_cache(rows)` is an empty cache that each step (scalar
+            `index`) extends by one position, so that a step's work and beam search's reorder
+            grow with the positions decoded so far, not with the longest output. Searches use
+            it outside XLA, whose loops need fixed shapes.
+        caches_prefixes: Its `prefix_cache(entries, slots)` gathers each row's own prefix from
+            a pool of cache entries (one row of `initial_cache` at one position), and a step on
+            it returns the row's own position alone, which `prefix_entries` turns back into
+            entries: exact search then copies no cache back (`tfscones.decoding.exact`).
+    """
+
+    shares_sources: bool = False
+    grows_cache: bool = False
+    caches_prefixes: bool = False
+
+
+class SourceGroups(NamedTuple):
+    """Rows that decode their sources in any number each, for cross-attention without copies.
+
+    Exact search steps a varying number of prefixes of each sentence together. Rather than
+    give every row a copy of its sentence's cross-attention keys and values, a step lays the
+    rows' queries out per source, `[sources, width]` places (`width` the most rows of any
+    source, unused places zero), attends to each source's keys and values once for all of its
+    rows, and takes each row's output back from its place. The layout's size depends on the
+    rows' sources, so a step with it runs eagerly and in `tf.function`, not under XLA.
+
+    Attributes:
+        places: int32 `[rows]`, each row's place in the `[sources * width]` layout.
+        width: int32 scalar, the places per source.
+    """
+
+    places: tf.Tensor
+    width: tf.Tensor
+
+    @classmethod
+    def of(cls, row_sources: tf.Tensor) -> SourceGroups:
+        """The groups of rows decoding sources `row_sources` (int32 `[rows]`, in any order).
+
+        Rows of the same source take its places in their order; the sources are
+        `0..max(row_sources)`.
+        """
+        row_sources = tf.convert_to_tensor(row_sources, tf.int32)
+        order = tf.argsort(row_sources, stable=True)
+        sorted_sources = tf.gather(row_sources, order)
+        sorted_rows = tf.range(tf.size(row_sources))
+        first_of_source = tf.math.unsorted_segment_min(
+            sorted_rows, sorted_sources, tf.reduce_max(row_sources) + 1
+        )
+        ranks_sorted = sorted_rows - tf.gather(first_of_source, sorted_sources)
+        ranks = tf.scatter_nd(order[:, tf.newaxis], ranks_sorted, tf.shape(row_sources))
+        width = tf.reduce_max(ranks) + 1
+        return cls(places=row_sources * width + ranks, width=width)
+
+
 @runtime_checkable
 class StepModel(Protocol):
-    """A model decodable step by step: the incremental interface of `Seq2SeqTransformer`.
+    """A model decodable step by step. Every member is required.
 
-    A decoder calls `encode` and `cross_attention_cache` once per batch (`encode_source`), then
-    `decode_step` once per output position, from BOS at index 0, with the cache that
-    `initial_cache` made; it scores the logits with `head.log_scores` and never asks which head
-    it has. The encoder outputs may be any nest of tensors with the rows first: beam search and
-    sampling repeat and reorder them with `tf.nest.map_structure`, together with the mask and
-    the cross-attention cache.
+    A decoder calls `encode` and `cross_attention_cache` once per batch
+    (`tfscones.decoding.common.encode_source`) and `step_weights` once per search, then
+    `decode_step` once per output position, from BOS at index 0, with a cache that
+    `initial_cache` (or, where `capabilities` say so, `growing_cache` or `prefix_cache`) made;
+    it scores the logits with `head.log_scores` and never asks which head it has. The encoder
+    outputs may be any nest of tensors with the rows first: beam search and sampling repeat and
+    reorder them with `tf.nest.map_structure`, together with the mask, the cross-attention
+    cache and the self-attention cache.
 
-    Optionally, a model has `growing_cache(batch_size)`: an empty cache that each
-    `decode_step` (scalar `index`) extends by one position. Outside XLA the decoders use it
-    (`tfscones.decoding.common.search_cache`), so that a step's work and beam search's reorder
-    grow with the positions decoded so far, not with `max_length`. Decoders ask for it unless
-    their caller says that it compiles them with XLA (their `jit_compile` argument).
-
-    Optionally, too, a model has `step_weights()`: what its `decode_step` would recompute at
-    every step (`Seq2SeqTransformer`: the transposed output projection), made once before a
-    decoding loop and passed to every step as `decode_step(..., step_weights=...)`
-    (`tfscones.decoding.common.step_weights`).
-
-    Optionally, too, a model has `prefix_cache(entries, slots)` and `prefix_entries(cache)`: a
-    cache of each row's own prefix, gathered from a pool of `initial_cache` entries, on which
-    `decode_step` (an `index` per row) returns the keys and values of the rows' own positions
-    alone, and those as entries (`tfscones.models.seq2seq_transformer.PrefixCache`). Exact
-    search then gathers each prefix's positions once and copies no cache back
-    (`tfscones.decoding.exact`).
-
-    Optionally, last, its `decode_step` takes a static int `rows_per_source`: the encoder's
-    tensors then hold one row per sentence, which serves that many consecutive rows of
-    `token_ids` and `cache` (beam search's beams), so that a sentence's cross-attention is read
-    once for all its beams (`tfscones.decoding.common.repeat_for_rows`). A model without it gets
-    the encoder's tensors repeated to every row. A model that also has
-    `source_groups(row_sources)` takes what it returns as `rows_per_source`, for rows that
-    decode their sources in any number each (exact search, `tfscones.decoding.exact`).
+    A member that `capabilities` do not declare (`growing_cache` without `grows_cache`, ...)
+    raises `NotImplementedError`; no decoder calls it.
 
     Attributes:
         head: The `tfscones.heads.OutputHead` whose `log_scores` rank and score tokens.
         max_sequence_length: The default number of output positions (the decoding cache's
             length) and, in `translate`, the most source tokens.
+        capabilities: Its `StepCapabilities`.
     """
 
     @property
@@ -71,6 +112,13 @@ class StepModel(Protocol):
 
     @property
     def max_sequence_length(self) -> int: ...
+
+    @property
+    def capabilities(self) -> StepCapabilities: ...
+
+    def stepper(self, frozen_weights: bool = False) -> StepModel:
+        """Itself (a `Decodable` whose stepper it is); see `Decodable.stepper`."""
+        ...
 
     def encode(self, source_ids: tf.Tensor) -> tuple[Any, tf.Tensor]:
         """Runs the encoder once.
@@ -85,15 +133,39 @@ class StepModel(Protocol):
         ...
 
     def cross_attention_cache(self, encoder_outputs: Any) -> Any:
-        """The decoder's keys and values over the encoder outputs, computed once per batch."""
+        """What each step reads of the encoder outputs, computed once per batch (rows first)."""
         ...
 
-    def initial_cache(self, batch_size: int | tf.Tensor, max_length: int) -> tf.Tensor:
+    def step_weights(self) -> Any:
+        """What each step would otherwise recompute, made once per search (None for nothing).
+
+        It has no rows axis: searches pass the same value to every step.
+        """
+        ...
+
+    def initial_cache(self, batch_size: int | tf.Tensor, max_length: int) -> Any:
         """The empty self-attention cache of `batch_size` rows and `max_length` positions.
 
-        The rows come first, and one other axis holds the positions (its length is
-        `max_length`); exact search gathers caches along that axis.
+        A nest of tensors, the rows first; a step writes its position in place, so shapes do
+        not change from step to step (XLA compiles it), and rows may be at different positions.
         """
+        ...
+
+    def growing_cache(self, batch_size: int | tf.Tensor) -> Any:
+        """An empty cache that each step extends by one position (`grows_cache`)."""
+        ...
+
+    def prefix_cache(self, entries: tf.Tensor | tf.Variable, slots: tf.Tensor) -> Any:
+        """Each row's prefix gathered from pooled `entries` at `slots` (`caches_prefixes`).
+
+        Args:
+            entries: `[capacity, *entry]`, one row of `initial_cache` at one position each.
+            slots: int32 `[rows, positions]`: row `r`'s position `p` is entry `slots[r, p]`.
+        """
+        ...
+
+    def prefix_entries(self, own_position: Any) -> tf.Tensor:
+        """The entries `[rows, *entry]` of the cache a step on a `prefix_cache` returned."""
         ...
 
     def decode_step(
@@ -101,57 +173,54 @@ class StepModel(Protocol):
         token_ids: tf.Tensor,
         encoder_outputs: Any,
         source_padding_mask: tf.Tensor,
-        cache: tf.Tensor,
+        cache: Any,
         index: int | tf.Tensor,
-        cross_attention_cache: Any = None,
-    ) -> tuple[tf.Tensor, tf.Tensor]:
+        cross_attention_cache: Any,
+        step_weights: Any,
+        rows_per_source: int | SourceGroups,
+    ) -> tuple[tf.Tensor, Any]:
         """One decoder step, free of Python branches on tensors (it runs under XLA).
 
         Args:
             token_ids: int32 `[rows]`, the tokens at position `index` (BOS at index 0).
             encoder_outputs: From `encode`, reordered like the rows.
             source_padding_mask: bool `[rows, source_length]`, reordered like the rows.
-            cache: The self-attention cache holding positions `0 .. index - 1`; what it holds
-                after them is never read.
-            index: int32 scalar, the position of `token_ids`; or int32 `[rows]`, each row's own
-                position (exact search).
+            cache: A cache holding positions `0 .. index - 1`; what it holds after them is
+                never read.
+            index: int32 scalar, the position of `token_ids`; or, on an `initial_cache` or a
+                `prefix_cache`, int32 `[rows]`, each row's own position (exact search).
             cross_attention_cache: From `cross_attention_cache`, reordered like the rows.
+            step_weights: From `step_weights`.
+            rows_per_source: 1; or, with `shares_sources`, a static int (row `r` decodes source
+                row `r // rows_per_source` of the encoder's tensors) or a `SourceGroups`.
 
         Returns:
             `(logits, cache)`: float logits `[rows, vocabulary_size]` of the token at position
-            `index + 1`, and the cache now holding position `index` too (each row's own, for
-            an `index` per row; the positions after it may then hold anything).
+            `index + 1`, and the cache of the same kind with position `index` written (for a
+            `prefix_cache`, that position alone).
         """
         ...
 
 
-class FrozenStepModel(tf.Module):
-    """A `StepModel` whose `step_weights()` are made once, when it is made, and kept.
+class Decodable(Protocol):
+    """What every decoder takes: a model that makes its `StepModel`, or a `StepModel` itself."""
 
-    A search calls `step_weights()` once per call, so a served model would redo that work on
-    every request (`Seq2SeqTransformer`: transpose its tied embedding table). This wrapper asks
-    the model for `frozen_step_weights()` (variables) once and returns them from every
-    `step_weights()`; every other member is the model's own. It is for a model whose weights
-    no longer change, as in an export (`tfscones.serving.TranslationModule`): the variables
-    are copies and do not follow later training.
+    def stepper(self, frozen_weights: bool = False) -> StepModel:
+        """The `StepModel` that decodes this model.
 
-    Args:
-        model: A `StepModel` with `frozen_step_weights()`.
-    """
-
-    def __init__(self, model: StepModel):
-        super().__init__(name="frozen_step_model")
-        self.model = model
-        self.frozen_weights = model.frozen_step_weights()
-
-    def step_weights(self) -> Any:
-        """The weights made when the wrapper was made."""
-        return self.frozen_weights
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "model":
-            raise AttributeError(name)
-        return getattr(self.model, name)
+        Args:
+            frozen_weights: Whether its `step_weights()` are made once, now, and kept in
+                variables (for a model whose weights no longer change, as in an export: no
+                request then repeats that work). A stepper without step weights ignores it.
+        """
+        ...
 
 
-__all__ = ["FrozenStepModel", "StepModel"]
+def undeclared(stepper: StepModel, capability: str) -> NotImplementedError:
+    """The error of a `StepModel` member whose capability the stepper does not declare."""
+    return NotImplementedError(
+        f"{type(stepper).__name__} does not declare {capability} in its StepCapabilities."
+    )
+
+
+__all__ = ["Decodable", "SourceGroups", "StepCapabilities", "StepModel", "undeclared"]

@@ -1,24 +1,17 @@
 """One decoding step of a keras-hub `TransformerDecoder` layer, for one token per row.
 
-`Seq2SeqTransformer.decode_step` runs its decoder layers through these functions instead of the
-layers' own `call`: they compute what the layer computes for one new position (the same weights,
-the same pre- or post-norm order, the same scaled dot-product attention) with a few plain
-TensorFlow ops on `[rows, hidden]` states, because decoding is a loop of tiny steps whose time is
-mostly per-op overhead and copies of the cache. Keys and values are kept head-major,
-`[rows, heads, positions, head_dim]`, so that both attention products are batched matrix
-products; keras-hub's layer works on `[rows, positions, heads, head_dim]` with `einsum`, which is
-much slower for one query on a CPU.
+`TransformerStepper.decode_step` runs a `Seq2SeqTransformer`'s decoder layers through these
+functions instead of the layers' own `call`: they compute what the layer computes for one new
+position (the same weights, the same pre- or post-norm order, the same scaled dot-product attention)
+with a few plain TensorFlow ops on `[rows, hidden]` states, because decoding is a loop of tiny steps
+whose time is mostly per-op overhead and copies of the cache. Keys and values are kept head-major,
+`[rows, heads, positions, head_dim]`, so that both attention products are batched matrix products;
+keras-hub's layer works on `[rows, positions, heads, head_dim]` with `einsum`, which is much slower
+for one query on a CPU.
 
-The self-attention keys and values of earlier positions come in two forms:
-- filled prefix (`SelfAttentionSlots` is None): they hold exactly the positions before this
-  one; the step appends its own, so each step costs work in proportion to the positions decoded,
-  not to the longest possible output;
-- fixed slots (`SelfAttentionSlots`): a preallocated cache of every position; the step writes
-  its keys and values at each row's position and attends to the slots up to it. Shapes never
-  change, so this form runs under XLA, and rows may be at different positions (exact search).
-- row prefixes (`PrefixSlots`): each row's earlier positions in its first slots, the rest
-  padding; the step attends to them and to its own keys and values, which it returns alone
-  instead of writing them into a copy of the cache (exact search keeps positions itself).
+The layer's sublayers come from `keras_hub_parts` (the one reader of keras-hub's private
+attributes), and the self-attention cache of earlier positions from `caches`, whose slots say
+how a step meets it (appended, written in place, or kept apart).
 """
 
 from __future__ import annotations
@@ -26,88 +19,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import keras
-import keras_hub
 import tensorflow as tf
 
-_MASKED_LOGIT = -1e9
-
-
-class SelfAttentionSlots(NamedTuple):
-    """Where a step on a preallocated self-attention cache writes and which slots it reads.
-
-    Attributes:
-        written: bool `[rows, 1, slots, 1]`, True at each row's position.
-        visible: bool `[rows, 1, 1, slots]`, True at the row's positions up to its own.
-    """
-
-    written: tf.Tensor
-    visible: tf.Tensor
-
-    @classmethod
-    def at(cls, positions: tf.Tensor, slots: tf.Tensor | int) -> SelfAttentionSlots:
-        """The slots of rows at `positions` (int32 `[rows]`) in a cache of `slots` positions."""
-        slot_ids = tf.range(slots, dtype=tf.int32)[tf.newaxis, :]
-        positions = positions[:, tf.newaxis]
-        written = tf.equal(slot_ids, positions)[:, tf.newaxis, :, tf.newaxis]
-        visible = tf.less_equal(slot_ids, positions)[:, tf.newaxis, tf.newaxis, :]
-        return cls(written=written, visible=visible)
-
-
-class PrefixSlots(NamedTuple):
-    """Which slots of each row's prefix a step reads, and its own position after them.
-
-    Attributes:
-        visible: bool `[rows, slots + 1, 1]` (positions before heads, as a `PrefixCache`), True
-            at the row's positions before its own and at the last entry, which stands for the
-            step's own position.
-    """
-
-    visible: tf.Tensor
-
-    @classmethod
-    def before(cls, positions: tf.Tensor, slots: tf.Tensor | int) -> PrefixSlots:
-        """The slots before each row's position (int32 `[rows]`) in prefixes of `slots` slots."""
-        slot_ids = tf.range(slots + 1, dtype=tf.int32)[tf.newaxis, :]
-        visible = tf.logical_or(slot_ids < positions[:, tf.newaxis], tf.equal(slot_ids, slots))
-        return cls(visible[:, :, tf.newaxis])
-
-
-class SourceGroups(NamedTuple):
-    """Rows that decode their sources in any number each, for cross-attention without copies.
-
-    Exact search steps a varying number of prefixes of each sentence together. Rather than
-    give every row a copy of its sentence's cross-attention keys and values, a step lays the
-    rows' queries out per source, `[sources, width]` places (`width` the most rows of any
-    source, unused places zero), attends to each source's keys and values once for all of its
-    rows, and takes each row's output back from its place. The layout's size depends on the
-    rows' sources, so a step with it runs eagerly and in `tf.function`, not under XLA.
-
-    Attributes:
-        places: int32 `[rows]`, each row's place in the `[sources * width]` layout.
-        width: int32 scalar, the places per source.
-    """
-
-    places: tf.Tensor
-    width: tf.Tensor
-
-    @classmethod
-    def of(cls, row_sources: tf.Tensor) -> SourceGroups:
-        """The groups of rows decoding sources `row_sources` (int32 `[rows]`, in any order).
-
-        Rows of the same source take its places in their order; the sources are
-        `0..max(row_sources)`.
-        """
-        row_sources = tf.convert_to_tensor(row_sources, tf.int32)
-        order = tf.argsort(row_sources, stable=True)
-        sorted_sources = tf.gather(row_sources, order)
-        sorted_rows = tf.range(tf.size(row_sources))
-        first_of_source = tf.math.unsorted_segment_min(
-            sorted_rows, sorted_sources, tf.reduce_max(row_sources) + 1
-        )
-        ranks_sorted = sorted_rows - tf.gather(first_of_source, sorted_sources)
-        ranks = tf.scatter_nd(order[:, tf.newaxis], ranks_sorted, tf.shape(row_sources))
-        width = tf.reduce_max(ranks) + 1
-        return cls(places=row_sources * width + ranks, width=width)
+from tfscones.models.stepping.attention import attend
+from tfscones.models.stepping.caches import AppendedSlots, PrefixSlots, SelfAttentionSlots
+from tfscones.models.stepping.contract import SourceGroups
+from tfscones.models.stepping.keras_hub_parts import AttentionParts, DecoderLayerParts
 
 
 class Projection(NamedTuple):
@@ -148,7 +65,7 @@ def heads_of(dense, inputs: tf.Tensor, num_heads: int, head_dim: int) -> tf.Tens
     """A multi-head projection (`EinsumDense` `[hidden, heads, head_dim]`) of `[rows, ..., hidden]`.
 
     Args:
-        dense: The attention layer's `_query_dense`, `_key_dense` or `_value_dense`.
+        dense: An attention layer's query, key or value `EinsumDense` (`AttentionParts`).
         inputs: `[rows, hidden]` (one position) or `[rows, length, hidden]`.
         num_heads: Number of heads.
         head_dim: Size of one head.
@@ -270,145 +187,45 @@ def _plain_dense(dense) -> bool:
     )
 
 
-def layer_weights(layer, dtype) -> LayerWeights:
-    """The `LayerWeights` of a keras-hub `TransformerDecoder` with cross-attention."""
-    attention = layer._self_attention_layer
-    cross = layer._cross_attention_layer
-    plain = _plain_dense(layer._feedforward_intermediate_dense) and _plain_dense(
-        layer._feedforward_output_dense
-    )
+def layer_weights(parts: DecoderLayerParts, dtype) -> LayerWeights:
+    """The `LayerWeights` of a keras-hub `TransformerDecoder`'s parts."""
+    attention, cross = parts.self_attention, parts.cross_attention
+    plain = _plain_dense(parts.intermediate) and _plain_dense(parts.output)
 
     def dense(d):
         return Projection(tf.cast(d.kernel, dtype), tf.cast(d.bias, dtype)) if plain else None
 
     return LayerWeights(
-        query=_heads_projection(attention._query_dense, dtype),
-        key=_heads_projection(attention._key_dense, dtype),
-        value=_heads_projection(attention._value_dense, dtype),
-        self_output=_output_projection(attention._output_dense, dtype),
-        cross_query=_heads_projection(cross._query_dense, dtype),
-        cross_output=_output_projection(cross._output_dense, dtype),
-        self_norm=norm_weights(layer._self_attention_layer_norm, dtype),
-        cross_norm=norm_weights(layer._cross_attention_layer_norm, dtype),
-        feedforward_norm=norm_weights(layer._feedforward_layer_norm, dtype),
-        intermediate=dense(layer._feedforward_intermediate_dense),
-        output=dense(layer._feedforward_output_dense),
+        query=_heads_projection(attention.query, dtype),
+        key=_heads_projection(attention.key, dtype),
+        value=_heads_projection(attention.value, dtype),
+        self_output=_output_projection(attention.output, dtype),
+        cross_query=_heads_projection(cross.query, dtype),
+        cross_output=_output_projection(cross.output, dtype),
+        self_norm=norm_weights(parts.self_norm, dtype),
+        cross_norm=norm_weights(parts.cross_norm, dtype),
+        feedforward_norm=norm_weights(parts.feedforward_norm, dtype),
+        intermediate=dense(parts.intermediate),
+        output=dense(parts.output),
     )
 
 
-def _attend(query, keys, values, visible, scale: float) -> tf.Tensor:
-    """Scaled dot-product attention of a row's queries per head, as keras's.
-
-    Logits are float32 (or wider), scaled after the product, masked to a large negative value and
-    normalised in float32; the probabilities take the keys' dtype before weighting the values,
-    as `keras.ops.dot_product_attention` computes them.
-
-    Args:
-        query: `[rows, heads, queries, head_dim]` (one query per row, or the queries of the rows
-            that share a source).
-        keys: `[rows, heads, positions, head_dim]`.
-        values: `[rows, heads, positions, head_dim]`.
-        visible: None, or bool broadcastable to `[rows, heads, queries, positions]`.
-        scale: The factor of the logits, `head_dim ** -0.5`.
-
-    Returns:
-        `[rows, heads, queries, head_dim]`.
-    """
-    logits = tf.matmul(query, keys, transpose_b=True)
-    return tf.matmul(_attention_weights(logits, visible, scale, keys.dtype), values)
-
-
-def _attention_weights(logits, visible, scale: float, dtype, axis: int = -1) -> tf.Tensor:
-    """The softmax of scaled, masked attention logits, as `keras.ops.dot_product_attention`.
-
-    Logits are float32 (or wider), scaled, masked to a large negative value where not
-    `visible` (None: nowhere) and normalised in float32 along `axis`, the positions; the
-    weights take `dtype`.
-    """
-    logits = _float32_or_wider(logits) * scale
-    if visible is not None:
-        logits = tf.where(visible, logits, _MASKED_LOGIT)
-    return tf.cast(tf.nn.softmax(logits, axis=axis), dtype)
-
-
-def _float32_or_wider(tensor: tf.Tensor) -> tf.Tensor:
-    """`tensor` as float32 if its dtype is narrower (mixed precision), else as it is."""
-    return tensor if tensor.dtype in (tf.float32, tf.float64) else tf.cast(tensor, tf.float32)
-
-
-def _attend_prefix_and_own(query, keys, values, own_keys, own_values, visible, scale: float):
-    """`_attend` over a row's prefix (`visible` slots of `keys`, `values`) and its own position.
-
-    The same scaled dot-product attention as `_attend` over the prefix with the own position
-    written in, without the copy of the cache that writing it takes: the own position's logit
-    is computed apart and joins the prefix's logits in one softmax. The prefix is laid out
-    positions before heads, as exact search gathers it from its pool: with one query per row,
-    each logit is a product summed over `head_dim` and the output a weighted sum over
-    positions, elementwise, so the gathered keys and values are read once and never
-    transposed to the head-major layout a matrix product would need. Products and sums are
-    float32 (or wider), as the logits of `_attend`.
-
-    Args:
-        query: `[rows, heads, 1, head_dim]` (the same memory as `[rows, 1, heads, head_dim]`).
-        keys: The prefixes' keys `[rows, slots, heads, head_dim]`.
-        values: Likewise, the values.
-        own_keys: The step's own keys `[rows, 1, heads, head_dim]`.
-        own_values: Likewise, its values.
-        visible: bool `[rows, slots + 1, 1]`, True at each row's prefix positions and at its
-            own, last (`PrefixSlots.visible`).
-        scale: The factor of the logits, `head_dim ** -0.5`.
-
-    Returns:
-        `[rows, heads, 1, head_dim]`.
-    """
-    num_heads, head_dim = keys.shape[2], keys.shape[3]
-    query = _float32_or_wider(tf.reshape(query, [-1, 1, num_heads, head_dim]))
-    logits = tf.concat(
-        [
-            tf.reduce_sum(_float32_or_wider(keys) * query, axis=-1),
-            tf.reduce_sum(_float32_or_wider(own_keys) * query, axis=-1),
-        ],
-        axis=1,
-    )
-    weights = _attention_weights(logits, visible, scale, logits.dtype, axis=1)[..., tf.newaxis]
-    slots = tf.shape(keys)[1]
-    heads = tf.reduce_sum(weights[:, :slots] * _float32_or_wider(values), axis=1)
-    heads += weights[:, slots] * _float32_or_wider(own_values)[:, 0]
-    return tf.reshape(tf.cast(heads, own_values.dtype), [-1, num_heads, 1, head_dim])
-
-
-def _self_attention(attention, weights: LayerWeights, x, keys, values, slots):
+def _self_attention(attention: AttentionParts, weights: LayerWeights, x, keys, values, slots):
     """The self-attention block's attention output, and the keys and values it returns.
 
-    Those are the cache with this position's keys and values appended (`slots` None) or
-    written (`SelfAttentionSlots`), or this position's alone (`PrefixSlots`).
+    `slots` (from the cache's `step_slots`) says how the step meets the cached keys and values:
+    appended, written in place, or kept apart (see `tfscones.models.stepping.caches`).
     """
-    num_heads, head_dim = attention._num_heads, attention._key_dim
-    query = _split_heads(weights.query(x), num_heads, head_dim)
-    new_keys = _split_heads(weights.key(x), num_heads, head_dim)
-    new_values = _split_heads(weights.value(x), num_heads, head_dim)
-    if isinstance(slots, PrefixSlots):
-        own_keys, own_values = (
-            tf.reshape(t, [-1, 1, num_heads, head_dim]) for t in (new_keys, new_values)
-        )
-        heads = _attend_prefix_and_own(
-            query, keys, values, own_keys, own_values, slots.visible, head_dim**-0.5
-        )
-        return weights.self_output(_merge_heads(heads)), own_keys, own_values
-    if slots is None:
-        keys = tf.concat([keys, new_keys], axis=2)
-        values = tf.concat([values, new_values], axis=2)
-        visible = None
-    else:
-        keys = tf.where(slots.written, new_keys, keys)
-        values = tf.where(slots.written, new_values, values)
-        visible = slots.visible
-    heads = _attend(query, keys, values, visible, head_dim**-0.5)
+    query, new_keys, new_values = (
+        _split_heads(projection(x), attention.num_heads, attention.head_dim)
+        for projection in (weights.query, weights.key, weights.value)
+    )
+    heads, keys, values = slots.attend(query, keys, values, new_keys, new_values)
     return weights.self_output(_merge_heads(heads)), keys, values
 
 
 def _cross_attention(
-    attention,
+    attention: AttentionParts,
     weights: LayerWeights,
     x,
     cross_keys,
@@ -424,7 +241,7 @@ def _cross_attention(
     are read once for all of its rows rather than tiled to every row. `SourceGroups` does the
     same for rows in any number per source.
     """
-    num_heads, head_dim = attention._num_heads, attention._key_dim
+    num_heads, head_dim = attention.num_heads, attention.head_dim
     query = weights.cross_query(x)
     if isinstance(rows_per_source, SourceGroups):
         laid_out = tf.scatter_nd(
@@ -437,7 +254,7 @@ def _cross_attention(
         )
         return weights.cross_output(tf.gather(heads, rows_per_source.places))
     if rows_per_source == 1:
-        heads = _attend(
+        heads = attend(
             _split_heads(query, num_heads, head_dim),
             cross_keys,
             cross_values,
@@ -450,14 +267,14 @@ def _cross_attention(
 
 
 def _attend_per_source(query, rows_per_source, keys, values, visible, num_heads: int):
-    """`_attend` of `[sources * rows_per_source, H * D]` queries, consecutive per source.
+    """`attend` of `[sources * rows_per_source, H * D]` queries, consecutive per source.
 
     Returns:
         `[sources * rows_per_source, H * D]`.
     """
     head_dim = query.shape[-1] // num_heads
     query = tf.reshape(query, [-1, rows_per_source, num_heads, head_dim])
-    heads = _attend(tf.transpose(query, [0, 2, 1, 3]), keys, values, visible, head_dim**-0.5)
+    heads = attend(tf.transpose(query, [0, 2, 1, 3]), keys, values, visible, head_dim**-0.5)
     heads = tf.transpose(heads, [0, 2, 1, 3])
     return tf.reshape(heads, [-1, num_heads * head_dim])
 
@@ -473,9 +290,9 @@ def _block_output(norm: NormWeights, normalize_first: bool, residual, outputs) -
     return x if normalize_first else layer_norm(norm, x)
 
 
-def _feedforward(layer, weights: LayerWeights, x: tf.Tensor) -> tf.Tensor:
+def _feedforward(parts: DecoderLayerParts, weights: LayerWeights, x: tf.Tensor) -> tf.Tensor:
     """The feed-forward block's two `Dense` layers (as their `call`: matmul, bias, activation)."""
-    intermediate, output = layer._feedforward_intermediate_dense, layer._feedforward_output_dense
+    intermediate, output = parts.intermediate, parts.output
     if weights.intermediate is None:
         return output(intermediate(x))
     hidden = weights.intermediate(x)
@@ -503,35 +320,33 @@ class LayerStep(NamedTuple):
 
 
 def decoder_layer_step(
-    layer: keras_hub.layers.TransformerDecoder,
+    parts: DecoderLayerParts,
     x: tf.Tensor,
     keys: tf.Tensor,
     values: tf.Tensor,
     cross_keys: tf.Tensor,
     cross_values: tf.Tensor,
     source_visible: tf.Tensor,
-    slots: SelfAttentionSlots | PrefixSlots | None = None,
+    slots: AppendedSlots | SelfAttentionSlots | PrefixSlots,
     weights: LayerWeights | None = None,
     rows_per_source: int | SourceGroups = 1,
 ) -> LayerStep:
-    """`layer` at one new position of every row, from the keys and values of earlier ones.
+    """A decoder layer at one new position of every row, from the keys and values of earlier ones.
 
     Equals the layer's `call` at that position in inference mode (dropout off).
 
     Args:
-        layer: A built keras-hub `TransformerDecoder` with cross-attention.
+        parts: `decoder_layer_parts` of a built keras-hub `TransformerDecoder` with
+            cross-attention.
         x: `[rows, hidden]`, the layer's input at the new position.
-        keys: Self-attention keys `[rows, heads, positions, head_dim]`: the filled prefix or
-            the fixed slots that `slots` describes; after `PrefixSlots`, the row prefixes
-            `[rows, positions, heads, head_dim]`.
+        keys: Self-attention keys of earlier positions, from the cache's `layer`.
         values: Self-attention values, like `keys`.
         cross_keys: Keys over the encoder outputs, `[sources, heads, source_length, head_dim]`,
             where `sources = rows / rows_per_source`.
         cross_values: Values over the encoder outputs, like `cross_keys`.
         source_visible: bool `[sources, 1, 1, source_length]`, True at real source tokens.
-        slots: None for a filled prefix; else which slots to read (and, for fixed slots,
-            where to write).
-        weights: `layer_weights(layer, x.dtype)`; computed here if None.
+        slots: From the cache's `step_slots`: how the step meets `keys` and `values`.
+        weights: `layer_weights(parts, x.dtype)`; computed here if None.
         rows_per_source: How many consecutive rows share each source row of `cross_keys`,
             `cross_values` and `source_visible` (a static int; the beams of a sentence), or a
             `SourceGroups` of rows in any number per source.
@@ -540,11 +355,11 @@ def decoder_layer_step(
         A `LayerStep`.
     """
     if weights is None:
-        weights = layer_weights(layer, x.dtype)
-    pre_norm = layer.normalize_first
+        weights = layer_weights(parts, x.dtype)
+    pre_norm = parts.normalize_first
     with tf.name_scope("self_attention"):
         attended, keys, values = _self_attention(
-            layer._self_attention_layer,
+            parts.self_attention,
             weights,
             _block_input(weights.self_norm, pre_norm, x),
             keys,
@@ -554,7 +369,7 @@ def decoder_layer_step(
         x = _block_output(weights.self_norm, pre_norm, x, attended)
     with tf.name_scope("cross_attention"):
         attended = _cross_attention(
-            layer._cross_attention_layer,
+            parts.cross_attention,
             weights,
             _block_input(weights.cross_norm, pre_norm, x),
             cross_keys,
@@ -564,24 +379,25 @@ def decoder_layer_step(
         )
         x = _block_output(weights.cross_norm, pre_norm, x, attended)
     with tf.name_scope("feedforward"):
-        hidden = _feedforward(layer, weights, _block_input(weights.feedforward_norm, pre_norm, x))
+        hidden = _feedforward(parts, weights, _block_input(weights.feedforward_norm, pre_norm, x))
         x = _block_output(weights.feedforward_norm, pre_norm, x, hidden)
     return LayerStep(outputs=x, keys=keys, values=values)
 
 
-def cross_keys_and_values(layer, encoder_outputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """The cross-attention keys and values of `layer` over `encoder_outputs`, head-major.
+def cross_keys_and_values(
+    parts: DecoderLayerParts, encoder_outputs: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """The cross-attention keys and values of a decoder layer over `encoder_outputs`, head-major.
 
     Args:
-        layer: A keras-hub `TransformerDecoder` with cross-attention.
+        parts: `decoder_layer_parts` of a keras-hub `TransformerDecoder` with cross-attention.
         encoder_outputs: `[rows, source_length, hidden]`.
 
     Returns:
         `(keys, values)`, each `[rows, heads, source_length, head_dim]`.
     """
-    attention = layer._cross_attention_layer
-    num_heads, head_dim = attention._num_heads, attention._key_dim
+    attention = parts.cross_attention
     return (
-        heads_of(attention._key_dense, encoder_outputs, num_heads, head_dim),
-        heads_of(attention._value_dense, encoder_outputs, num_heads, head_dim),
+        heads_of(attention.key, encoder_outputs, attention.num_heads, attention.head_dim),
+        heads_of(attention.value, encoder_outputs, attention.num_heads, attention.head_dim),
     )

@@ -575,9 +575,10 @@ def _cached_step(model: Decodable):
     """
 
     def build(model_ref):
-        capabilities = model_ref().stepper().capabilities
-        cache_of, new_entries_of = _cache_access(model_ref().stepper())
-        sources_of = _source_access(capabilities)
+        stepper = model_ref().stepper()
+        cache_of, new_entries_of = _cache_access(stepper)
+        sources_of = _source_access(stepper.capabilities)
+        del stepper  # the step reaches its model through model_ref alone
 
         @tf.function(reduce_retracing=True)
         def step(

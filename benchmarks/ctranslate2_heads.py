@@ -30,7 +30,6 @@ own run of this program.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import tempfile
 import time
@@ -44,8 +43,9 @@ from benchmarks.ctranslate2_speed import SavedModelDecoder, batches  # noqa: E40
 from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.commands.argument_types import decodable_run, positive_int  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
+from tfscones.decoding import OutputLimits  # noqa: E402
 from tfscones.evaluation.metrics import corpus_bleu  # noqa: E402
-from tfscones.serving import RequestLimits, export_run  # noqa: E402
+from tfscones.serving import RequestLimits, export_run, standard_searches  # noqa: E402
 from tfscones.serving.ctranslate2_export import export_ctranslate2  # noqa: E402
 from tfscones.serving.ctranslate2_translator import CTranslate2Translator  # noqa: E402
 from tfscones.serving.export import ExportSettings  # noqa: E402
@@ -62,13 +62,13 @@ def build_decoders(
     runs: dict[str, Path], folder: Path, threads: int, output_limit: int | None
 ) -> dict:
     """Per (engine, model name): a decoder with `translate(sentences, beam_size)`."""
-    settings = ExportSettings(beam_size=BEAM_SIZE, nbest=1)
-    if output_limit:
-        settings = dataclasses.replace(settings, max_length_a=0.0, max_length_b=float(output_limit))
+    output = OutputLimits(max_length_a=0.0, max_length_b=float(output_limit or 0))
+    limits = RequestLimits(output=output) if output_limit else RequestLimits()
+    settings = ExportSettings(standard_searches(beam_size=BEAM_SIZE, nbest=1), limits)
     decoders = {}
     for name, run in runs.items():
         info = export_run(folder / name / "savedmodel" / "1", run=run, settings=settings)
-        limits = RequestLimits(**info["limits"])
+        limits = RequestLimits.from_dict(info["limits"])
         ctranslate2_dir = export_ctranslate2(folder / name / "ctranslate2", run=run)["path"]
         decoders[SAVEDMODEL, name] = SavedModelDecoder(Path(info["path"]), BEAM_SIZE)
         decoders[CTRANSLATE2, name] = CTranslate2Translator(

@@ -45,7 +45,7 @@ import tensorflow as tf  # noqa: E402
 
 from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
-from tfscones.serving import RequestLimits, export_run  # noqa: E402
+from tfscones.serving import RequestLimits, export_run, standard_searches  # noqa: E402
 from tfscones.serving.ctranslate2_export import export_ctranslate2  # noqa: E402
 from tfscones.serving.ctranslate2_translator import CTranslate2Translator  # noqa: E402
 from tfscones.serving.export import ExportSettings  # noqa: E402
@@ -183,9 +183,11 @@ def print_table(seconds: dict, count: int, batch_sizes: tuple[int, ...] = BATCH_
 def build_decoders(run: Path, folder: Path, threads: int) -> dict:
     """The SavedModel and CTranslate2 (float32, int8) decoders of the run's model."""
     info = export_run(
-        folder / "savedmodel" / "1", run=run, settings=ExportSettings(beam_size=4, nbest=1)
+        folder / "savedmodel" / "1",
+        run=run,
+        settings=ExportSettings(standard_searches(beam_size=4, nbest=1)),
     )
-    limits = RequestLimits(**info["limits"])
+    limits = RequestLimits.from_dict(info["limits"])
     model_dir = export_ctranslate2(folder / "ctranslate2", run=run)["path"]
     return {
         SAVEDMODEL: SavedModelDecoder(Path(info["path"]), beam_size=4),

@@ -51,9 +51,10 @@ from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.data.vocab_ids import PAD_ID  # noqa: E402
 from tfscones.decoding import beam_search, greedy_decode, source_ids_for_model  # noqa: E402
 from tfscones.models import load_run  # noqa: E402
-from tfscones.serving import (
-    TranslationModule,  # noqa: E402
-    write_savedmodel,  # noqa: E402
+from tfscones.serving import (  # noqa: E402
+    TranslationModule,
+    standard_searches,
+    write_savedmodel,
 )
 
 BATCH_SIZES = (1, 4, 32)
@@ -89,9 +90,8 @@ def export_modules(model, tokenizer, folder: Path, beam_sizes) -> dict[int, obje
     """One loaded SavedModel per beam size."""
     loaded = {}
     for beam_size in beam_sizes:
-        module = TranslationModule(
-            model, tokenizer, beam_size=beam_size, num_hypotheses=1, freeze_step_weights=True
-        )
+        searches = standard_searches(beam_size=beam_size, nbest=1)
+        module = TranslationModule(model, tokenizer, searches, freeze_step_weights=True)
         out = folder / f"beam{beam_size}" / "1"
         write_savedmodel(module, out)
         loaded[beam_size] = tf.saved_model.load(str(out))
@@ -101,7 +101,8 @@ def export_modules(model, tokenizer, folder: Path, beam_sizes) -> dict[int, obje
 def load_baseline(folder: Path) -> dict[int, object]:
     """A SavedModel exported elsewhere, under its beam size (from its export record)."""
     info = json.loads((folder / "assets.extra" / "tfscones_export.json").read_text())
-    return {int(info["beam_size"]): tf.saved_model.load(str(folder))}
+    beam_size = info["searches"]["translate_beam"]["beam_size"]
+    return {int(beam_size): tf.saved_model.load(str(folder))}
 
 
 def savedmodel_calls(

@@ -9,6 +9,7 @@ from tfscones import heads
 from tfscones.data import Tokenizer, train_sentencepiece
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import (
+    OutputLimits,
     Search,
     compiled_search,
     source_ids_for_model,
@@ -142,7 +143,7 @@ def test_every_search_translates_with_a_copy_model(tokenizer, search):
         if not sentence:  # an empty source has one translation, the empty one
             assert hypotheses == [("", 0.0)]
             continue
-        assert len(hypotheses) == search.num_hypotheses
+        assert len(hypotheses) == search.hypotheses(model)
         scores = [score for _, score in hypotheses]
         if search.method != "sample":
             assert scores == sorted(scores, reverse=True)
@@ -167,14 +168,16 @@ def test_search_rejects_bad_settings():
         Search("topk")
     with pytest.raises(ValueError, match="num_hypotheses"):
         Search("beam", beam_size=2, num_hypotheses=3)
-    with pytest.raises(ValueError, match="num_hypotheses"):
+    with pytest.raises(ValueError, match="num_samples"):
         Search("sample", num_hypotheses=0)
+    with pytest.raises(ValueError, match="beam search has no setting top_k; its settings: beam_s"):
+        Search("beam", top_k=3)
 
 
 @pytest.mark.parametrize(
     "settings, message",
     [
-        ({"method": "greedy", "beam_size": 0}, r"beam_size must be a whole number in \[1, inf\)"),
+        ({"method": "beam", "beam_size": 0}, r"beam_size must be a whole number in \[1, inf\)"),
         ({"method": "beam", "length_penalty": -0.5}, "length_penalty must be a finite number"),
         (
             {"method": "beam", "length_penalty": float("nan")},
@@ -188,10 +191,23 @@ def test_search_rejects_bad_settings():
         ),
         ({"method": "sample", "top_p": 0.0}, r"top_p must be a finite number in \(0, 1\]"),
         ({"method": "sample", "top_k": -2}, r"top_k must be a whole number in \[0, inf\)"),
-        ({"method": "greedy", "max_length": 0}, r"max_length must be a whole number in \[1, inf\)"),
-        ({"method": "greedy", "max_length_a": -1.0}, "max_length_a must be a finite number"),
+        ({"method": "diverse_beam", "beam_size": 2, "num_hypotheses": 3}, "hypotheses_per_group"),
+        ({"method": "greedy", "beam_size": 4}, "greedy search has no setting beam_size"),
     ],
 )
 def test_search_refuses_every_setting_out_of_range_before_decoding(settings, message):
     with pytest.raises(ValueError, match=message):
         Search(**settings)
+
+
+@pytest.mark.parametrize(
+    "limits, message",
+    [
+        ({"max_length": 0}, r"max_length must be a whole number in \[1, inf\)"),
+        ({"max_length_a": -1.0}, "max_length_a must be a finite number"),
+        ({"max_length_b": float("inf")}, "max_length_b must be a finite number"),
+    ],
+)
+def test_output_limits_refuse_lengths_out_of_range(limits, message):
+    with pytest.raises(ValueError, match=message):
+        OutputLimits(**limits)

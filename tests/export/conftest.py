@@ -22,7 +22,7 @@ from tfscones.commands import export as export_command
 from tfscones.data import Tokenizer, train_sentencepiece
 from tfscones.data.demo import demo_file
 from tfscones.models import Seq2SeqTransformer
-from tfscones.serving import TranslationModule
+from tfscones.serving import RequestLimits, TranslationModule, standard_searches
 
 SPM_LINES = 1500
 VOCABULARY_SIZE = 400
@@ -30,11 +30,8 @@ MAX_SEQUENCE_LENGTH = 32
 MAX_BATCH_SIZE = 8
 BEAM_SIZE = 3
 NBEST = 2
-MODULE_ARGUMENTS = {
-    "max_batch_size": MAX_BATCH_SIZE,
-    "beam_size": BEAM_SIZE,
-    "num_hypotheses": NBEST,
-}
+MODULE_SEARCHES = standard_searches(beam_size=BEAM_SIZE, nbest=NBEST)
+MODULE_LIMITS = RequestLimits(max_batch_size=MAX_BATCH_SIZE)
 
 
 def demo_sentences(split: str, count: int, language: str = "de") -> list[str]:
@@ -92,7 +89,7 @@ def tokenizer(run_dir) -> Tokenizer:
 
 @pytest.fixture(scope="session")
 def module(model, tokenizer) -> TranslationModule:
-    return TranslationModule(model, tokenizer, **MODULE_ARGUMENTS)
+    return TranslationModule(model, tokenizer, MODULE_SEARCHES, MODULE_LIMITS)
 
 
 @pytest.fixture(scope="session")

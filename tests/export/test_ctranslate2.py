@@ -24,7 +24,7 @@ from tests.harness import tiny_model  # noqa: E402
 from tfscones import heads  # noqa: E402
 from tfscones.commands import export as export_command  # noqa: E402
 from tfscones.data.vocab_ids import EOS_ID  # noqa: E402
-from tfscones.decoding import beam_search, greedy_decode  # noqa: E402
+from tfscones.decoding import OutputLimits, Search, beam_search, greedy_decode  # noqa: E402
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer  # noqa: E402
 from tfscones.serving import ExportError, RequestLimits, TranslationModule  # noqa: E402
 from tfscones.serving.ctranslate2_export import (  # noqa: E402
@@ -207,7 +207,7 @@ def ctranslate2_export(run_dir, tmp_path_factory):
 def test_exported_run_translates_text_as_the_savedmodel_module(
     ctranslate2_export, model, tokenizer
 ):
-    module = TranslationModule(model, tokenizer, beam_size=1, num_hypotheses=1)
+    module = TranslationModule(model, tokenizer, {"translate": Search()})
     translator = CTranslate2Translator(ctranslate2_export, module.limits)
     long_sentence = "Tom hat mir gesagt, dass er morgen nicht kommen kann, weil er krank ist. " * 3
     sentences = ["Guten Morgen.", "Ja.", "", "   ", long_sentence]
@@ -232,7 +232,7 @@ def test_the_readme_code_runs_in_a_fresh_process_and_translates_as_the_translato
     ).stdout
     positions = CTranslate2Info.read(ctranslate2_export).positions
     # The README's one output limit for a batch: every position, whatever the source's length.
-    limits = RequestLimits(8, positions, positions, 32 * positions, 0.0, float(positions))
+    limits = RequestLimits(output=OutputLimits(max_length_a=0.0, max_length_b=float(positions)))
     translator = CTranslate2Translator(ctranslate2_export, limits)
     assert ast.literal_eval(printed) == [translator.translate(["Guten Morgen."])[0].text]
 
@@ -293,7 +293,7 @@ def test_the_translator_refuses_what_is_not_an_export_and_limits_beyond_its_posi
 ):
     with pytest.raises(FileNotFoundError, match="is not a CTranslate2 export of tfscones"):
         CTranslate2Translator(tmp_path)
-    limits = RequestLimits(8, 10_000, 32, 32_000, 1.5, 10.0)
+    limits = RequestLimits(max_source_tokens=10_000, output=OutputLimits(32))
     with pytest.raises(ValueError, match="max_source_tokens must be a whole number in"):
         CTranslate2Translator(ctranslate2_export, limits)
     with pytest.raises(TypeError, match="not one string"):

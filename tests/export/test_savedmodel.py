@@ -1,5 +1,6 @@
 """The export program and its SavedModel: contents, fresh-process loading, ops, saved_model_cli."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from tests import harness
-from tests.export.conftest import save_tiny_model
+from tests.export.conftest import BEAM_SIZE, NBEST, save_tiny_model
 from tfscones.commands import export as export_command
 from tfscones.decoding import source_ids_for_model, translate
 from tfscones.decoding.beam import beam_search
@@ -126,7 +127,9 @@ def test_export_writes_a_servable_version_with_its_limits(export_dir, module):
     info = json.loads((export_dir / savedmodel.EXPORT_INFO).read_text())
     assert set(info["signatures"]) == SIGNATURES and info["default_signature"] == "translate"
     assert info["limits"]["max_batch_size"] == module.limits.max_batch_size
-    assert (info["beam_size"], info["num_hypotheses"]) == (module.beam_size, module.num_hypotheses)
+    beam = module.searches["nbest"].settings
+    assert info["searches"]["nbest"] == {"method": "beam", **dataclasses.asdict(beam)}
+    assert info["searches"]["translate"] == {"method": "greedy"}
     # Made like any folder (not private, as a temporary folder would be): a server can read it.
     umask = os.umask(0)
     os.umask(umask)
@@ -201,8 +204,8 @@ def test_loaded_signatures_equal_the_library_decoders(loaded, module, sentences,
     expected = beam_search(
         model,
         source_ids.to_tensor(),
-        beam_size=module.beam_size,
-        num_hypotheses=module.num_hypotheses,
+        beam_size=BEAM_SIZE,
+        num_hypotheses=NBEST,
         max_length=model.max_sequence_length,
     )
     assert text(nbest["translations"]) == text(tokenizer.detokenize(expected.ids).numpy())

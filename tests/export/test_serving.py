@@ -1,11 +1,15 @@
 """TranslationModule in process: its signatures against the library's decoders, and its limits."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.export.conftest import BEAM_SIZE, NBEST
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID
 from tfscones.decoding import (
+    OutputLimits,
     Search,
     greedy_decode,
     score_texts,
@@ -14,7 +18,7 @@ from tfscones.decoding import (
     translate_nbest,
 )
 from tfscones.decoding.beam import beam_search
-from tfscones.serving import TranslationModule
+from tfscones.serving import RequestLimits, TranslationModule, standard_searches
 from tfscones.serving.module import decoder_state_bytes
 
 BEAM = 4
@@ -41,7 +45,7 @@ def beam_reference(module, sentences, num_hypotheses):
     output = beam_search(
         module.model,
         source_ids(module, sentences).to_tensor(),
-        beam_size=module.beam_size,
+        beam_size=BEAM_SIZE,
         num_hypotheses=num_hypotheses,
         max_length=module.limits.max_output_tokens,
     )
@@ -51,7 +55,7 @@ def beam_reference(module, sentences, num_hypotheses):
 def test_nbest_equals_the_library_beam_search(module, sentences):
     output = module.nbest(tf.constant(sentences))
 
-    n = module.num_hypotheses
+    n = NBEST
     assert n > 1 and output["translations"].shape == [len(sentences), n]
     expected_texts, expected = beam_reference(module, sentences, n)
     np.testing.assert_array_equal(output["translations"].numpy(), expected_texts)
@@ -154,7 +158,7 @@ def test_a_request_over_the_batch_limit_is_rejected_with_the_limit_in_the_messag
 def test_an_empty_batch_gives_empty_outputs(module):
     empty = tf.constant([], tf.string)
     assert module.translate(empty)["translations"].shape == [0]
-    assert module.nbest(empty)["translations"].shape == [0, module.num_hypotheses]
+    assert module.nbest(empty)["translations"].shape == [0, NBEST]
     assert module.score(empty, empty)["scores"].shape == [0]
     assert module.translate_ids(tf.zeros([0, 4], tf.int32))["lengths"].shape == [0]
 
@@ -221,14 +225,22 @@ def test_the_library_scores_strings_as_the_signature_does(module, sentences, tar
 
 
 def test_invalid_settings_are_rejected(model, tokenizer):
-    with pytest.raises(ValueError, match="num_hypotheses"):
-        TranslationModule(model, tokenizer, beam_size=2, num_hypotheses=3)
+    with pytest.raises(ValueError, match=r"nbest must be a whole number in \[1, 2\] \(got 3\)"):
+        standard_searches(beam_size=2, nbest=3)
     with pytest.raises(ValueError, match="max_batch_size"):
-        TranslationModule(model, tokenizer, max_batch_size=0)
+        RequestLimits(max_batch_size=0)
     with pytest.raises(ValueError, match="length_penalty"):
-        TranslationModule(model, tokenizer, length_penalty=-0.5)
+        standard_searches(length_penalty=-0.5)
     with pytest.raises(ValueError, match="max_length_a"):
-        TranslationModule(model, tokenizer, max_length_a=-1.0)
+        RequestLimits(output=OutputLimits(max_length_a=-1.0))
+    with pytest.raises(ValueError, match="max_output_tokens must be a whole number in"):
+        TranslationModule(model, tokenizer, limits=RequestLimits(output=OutputLimits(10**6)))
+    with pytest.raises(ValueError, match="sets its own output limits"):
+        TranslationModule(model, tokenizer, {"short": Search(limits=OutputLimits(5))})
+    with pytest.raises(ValueError, match="cannot be called 'score'"):
+        TranslationModule(model, tokenizer, {"score": Search()})
+    with pytest.raises(ValueError, match="the experts search needs a model with latent experts"):
+        TranslationModule(model, tokenizer, {"experts": Search("experts")})
 
     class OtherVocabulary:
         vocab_size = tokenizer.vocab_size + 1
@@ -252,7 +264,9 @@ def test_every_path_gives_an_empty_source_the_empty_translation(module, sentence
         "",
         "",
     ]
-    nbest = translate_nbest(module.model, module.tokenizer, mixed, search=Search("beam", 3, 3))
+    nbest = translate_nbest(
+        module.model, module.tokenizer, mixed, search=Search("beam", beam_size=3, num_hypotheses=3)
+    )
     assert nbest[0] == nbest[2] == nbest[3] == [("", 0.0)]
     assert len(nbest[1]) == 3
 
@@ -285,11 +299,10 @@ def test_settings_whose_full_request_exceeds_the_memory_budget_are_refused(model
     assert one_sentence == 4 * BEAM * (caches + model.vocabulary_size)
 
     budget = 10 * one_sentence
-    fits = TranslationModule(
-        model, tokenizer, beam_size=BEAM, max_batch_size=10, max_request_bytes=budget
-    )
+    searches = standard_searches(beam_size=BEAM)
+    limits = RequestLimits(max_batch_size=10, max_request_bytes=budget)
+    fits = TranslationModule(model, tokenizer, searches, limits)
     assert fits.limits.max_request_bytes == budget
     with pytest.raises(ValueError, match=r"a full request \(11 sentences x 4 beams .*GiB"):
-        TranslationModule(
-            model, tokenizer, beam_size=BEAM, max_batch_size=11, max_request_bytes=budget
-        )
+        limits = dataclasses.replace(limits, max_batch_size=11)
+        TranslationModule(model, tokenizer, searches, limits)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from tests import harness
 from tfscones import heads
-from tfscones.decoding import Search, beam_search, greedy_decode
+from tfscones.decoding import OutputLimits, Search, beam_search, greedy_decode
 from tfscones.decoding.experts import ParallelExperts, decode_experts
 from tfscones.models.latent_experts import LatentExpertTransformer
 
@@ -180,7 +180,7 @@ def reference_greedy(model, expert, source, length):
 
 def test_parallel_greedy_decoding_of_all_experts():
     model = small_model("sigmoid", num_experts=3)
-    output = decode_experts(model, SOURCE, max_length=5, max_length_b=5)
+    output = decode_experts(model, SOURCE, limits=OutputLimits(5, max_length_b=5))
     assert output.ids.shape == (6, 3, 5)
     ids, lengths = output.ids.numpy(), output.lengths.numpy()
     for k in range(3):
@@ -202,7 +202,9 @@ def test_parallel_greedy_decoding_of_all_experts():
     compiled = decode(experts.tile_sources(SOURCE))
     np.testing.assert_array_equal(compiled.ids.numpy().reshape(6, 3, 5), ids)
     # Beam search runs per expert; a beam of one is greedy search.
-    beams = decode_experts(model, SOURCE, Search("beam", beam_size=1, max_length=5, max_length_b=5))
+    beams = decode_experts(
+        model, SOURCE, Search("beam", OutputLimits(5, max_length_b=5), beam_size=1)
+    )
     np.testing.assert_array_equal(beams.ids.numpy(), ids)
     wide = beam_search(experts, experts.tile_sources(SOURCE), beam_size=3, num_hypotheses=2)
     assert wide.ids.shape == (18, 2, 8)
@@ -290,7 +292,7 @@ def test_mixed_precision_e_step_and_training(global_policy):
     assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
     history = model.fit(inputs(), TARGET_OUT, epochs=2, verbose=0).history
     assert np.isfinite(history["loss"]).all() and history["loss"][1] < history["loss"][0]
-    assert decode_experts(model, SOURCE, max_length=4).ids.shape == (6, 3, 4)
+    assert decode_experts(model, SOURCE, limits=OutputLimits(4)).ids.shape == (6, 3, 4)
 
 
 def test_get_config_round_trip_and_save_load(tmp_path):

@@ -45,8 +45,10 @@ def test_every_stepper_is_a_step_model_and_declares_its_capabilities():
     stepper = model.stepper()
     assert type(stepper) is TransformerStepper and stepper.capabilities == EVERY_CAPABILITY
     assert type(experts_model.stepper()) is ExpertTransformerStepper
+    with_experts = dataclasses.replace(EVERY_CAPABILITY, latent_experts=2)
+    assert experts_model.stepper().capabilities == with_experts
     experts = ParallelExperts(experts_model)
-    assert experts.capabilities == dataclasses.replace(EVERY_CAPABILITY, shares_sources=False)
+    assert experts.capabilities == dataclasses.replace(with_experts, shares_sources=False)
     fake = PrefixTableModel(make_table(0), "softmax")
     assert fake.capabilities == StepCapabilities()
     for step_model in (stepper, experts_model.stepper(), experts, fake):

@@ -71,12 +71,14 @@ def test_training_writes_checkpoints_logs_results_and_translates(tiny_overrides,
     )
     assert len(output.read_text(encoding="utf-8").splitlines()) == 12
     command = ["--run", str(run_dir), "--input", str(source), "--output", str(output)]
-    translate.main(command + ["--beam", "3", "--nbest", "2"])
+    translate.main(command + ["--search", "beam", "--beam", "3", "--nbest", "2"])
     rows = [line.split("\t") for line in output.read_text(encoding="utf-8").splitlines()]
     assert [int(row[0]) for row in rows] == [i for i in range(12) for _ in range(2)]
     assert all(float(rows[i][1]) >= float(rows[i + 1][1]) for i in range(0, 24, 2))
     with pytest.raises(SystemExit):
-        translate.main(command + ["--sample", "--beam", "2"])
+        translate.main(command + ["--search", "sample", "--beam", "2"])
+    with pytest.raises(SystemExit, match="the experts search needs a model with latent experts"):
+        translate.main(command + ["--search", "experts"])
     # Unicode line separators, NEL, form feeds and CRs are not line ends: 4 lines in, 4 out.
     odd = tmp_path / "odd.de"
     odd.write_bytes("Hallo\u2028Welt\nEins\u0085zwei\r\nDrei\x0cvier\nEnde".encode())
@@ -149,7 +151,10 @@ def test_killed_run_resumes_from_its_backup_and_ends_as_the_uninterrupted_run(
     assert epochs_before_kill < 3, "the first run finished before it was killed"
 
     run_to_the_end(command(overrides), environment)
-    assert json.loads((run_dir / "results.json").read_text())["steps"] == 60
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["steps"] == 60
+    # The time of the killed run counts: training time is the whole run's, not the last call's.
+    assert 0 < results["resumed_after_minutes"] < results["train_minutes"]
     # The CSV log is appended to: a resumed run adds only the epochs the first one did not finish.
     assert [row["epoch"] for row in read_history(run_dir)] == ["0", "1", "2"]
 

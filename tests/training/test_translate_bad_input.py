@@ -33,7 +33,6 @@ def translate(*arguments, stdin=b""):
     ("flag", "value", "message"),
     [
         ("--batch-size", "0", "--batch-size: must be a whole number in [1, inf) (got 0)"),
-        ("--beam", "-2", "--beam: must be a whole number in [0, inf) (got -2)"),
         ("--nbest", "-1", "--nbest: must be a whole number in [0, inf) (got -1)"),
     ],
 )
@@ -79,14 +78,18 @@ def test_files_that_are_no_model_or_vocabulary_are_named(run_dir, tmp_path):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--sample", "--temperature", "0"], "temperature must be a finite number in (0, inf)"),
-        (["--sample", "--top-p", "1.5"], "top_p must be a finite number in (0, 1]"),
-        (["--sample", "--top-k", "-1"], "top_k must be a whole number in [0, inf)"),
+        (["--search", "beam", "--beam", "-2"], "beam_size must be a whole number in [1, inf)"),
+        (["--search", "sample", "--temperature", "0"], "temperature must be a finite number"),
+        (["--search", "sample", "--top-p", "1.5"], "top_p must be a finite number in (0, 1]"),
+        (["--search", "sample", "--top-k", "-1"], "top_k must be a whole number in [0, inf)"),
         (
-            ["--beam", "4", "--length-penalty", "-1"],
+            ["--search", "beam", "--length-penalty", "-1"],
             "length_penalty must be a finite number in [0, inf)",
         ),
-        (["--beam", "4", "--diverse-groups", "3"], "must be a multiple of num_groups (3)"),
+        (["--search", "diverse_beam", "--groups", "3"], "must be a multiple of num_groups (3)"),
+        (["--beam", "4"], "--beam is a setting of beam and diverse_beam search, not of greedy"),
+        (["--search", "sample", "--groups", "2"], "--groups is a setting of diverse_beam"),
+        (["--nbest", "2"], "--nbest above 1 needs a search of several hypotheses, not greedy"),
     ],
 )
 def test_search_settings_out_of_range_end_in_one_line(run_dir, flags, message):

@@ -356,7 +356,7 @@ def translate_with_savedmodel(run_dir: Path, sources: list[str]) -> dict[str, li
     base = run_dir.parent / "exports" / run_dir.name
     versions = [int(p.name) for p in base.glob("*") if p.name.isdigit()]
     out = base / str(max(versions, default=0) + 1)
-    export_run(out, run=run_dir, settings=ExportSettings(beam_size=4))
+    export_run(out, run=run_dir, settings=ExportSettings())
     print(f"\nExported {run_dir.name} to {out}; translating through the loaded SavedModel.")
     loaded = tf.saved_model.load(str(out))
     source = tf.constant(sources)

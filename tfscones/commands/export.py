@@ -20,9 +20,15 @@ import sys
 from pathlib import Path
 
 from tfscones.commands.argument_types import in_range, positive_int
+from tfscones.decoding import DEFAULT_MAX_LENGTH_A, DEFAULT_MAX_LENGTH_B, OutputLimits
 from tfscones.ranges import NON_NEGATIVE, POSITIVE
 from tfscones.serving.export import ExportError, ExportSettings, export_run
-from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_REQUEST_BYTES
+from tfscones.serving.module import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_REQUEST_BYTES,
+    RequestLimits,
+    standard_searches,
+)
 
 FORMATS = ("savedmodel", "ctranslate2")
 
@@ -56,8 +62,8 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     limits.add_argument(
         "--max-output-tokens", type=positive_int, help="default: the model's max_sequence_length"
     )
-    limits.add_argument("--max-length-a", type=in_range(NON_NEGATIVE), default=1.5)
-    limits.add_argument("--max-length-b", type=in_range(NON_NEGATIVE), default=10.0)
+    limits.add_argument("--max-length-a", type=in_range(NON_NEGATIVE), default=DEFAULT_MAX_LENGTH_A)
+    limits.add_argument("--max-length-b", type=in_range(NON_NEGATIVE), default=DEFAULT_MAX_LENGTH_B)
     limits.add_argument(
         "--max-request-gib",
         type=in_range(POSITIVE),
@@ -80,17 +86,17 @@ def settings_from_arguments(arguments: argparse.Namespace) -> ExportSettings:
 
 
 def _settings(arguments: argparse.Namespace) -> ExportSettings:
-    return ExportSettings(
-        beam_size=arguments.beam_size,
-        nbest=arguments.nbest,
-        length_penalty=arguments.length_penalty,
+    output = OutputLimits(
+        arguments.max_output_tokens, arguments.max_length_a, arguments.max_length_b
+    )
+    limits = RequestLimits(
         max_batch_size=arguments.max_batch_size,
         max_source_tokens=arguments.max_source_tokens,
-        max_output_tokens=arguments.max_output_tokens,
-        max_length_a=arguments.max_length_a,
-        max_length_b=arguments.max_length_b,
+        output=output,
         max_request_bytes=round(arguments.max_request_gib * 2**30),
     )
+    searches = standard_searches(arguments.beam_size, arguments.nbest, arguments.length_penalty)
+    return ExportSettings(searches, limits)
 
 
 def export(arguments: argparse.Namespace) -> dict:

@@ -1,25 +1,31 @@
-"""Translate a text file (or stdin) with a trained model: greedy, beam, diverse beam or sampling.
+"""Translate a text file (or stdin) with a trained model and any registered search.
 
     tfscones translate --run runs/demo-scones-a0.5 < sentences.de
-    tfscones translate --run runs/demo-scones-a0.5 --beam 4 --input in.de
-    tfscones translate --run RUN --beam 8 --nbest 4 --length-penalty 0.6 < in.de
-    tfscones translate --run RUN --beam 4 --diverse-groups 2 --nbest 2 < in.de
-    tfscones translate --run RUN --sample --top-p 0.9 --nbest 5 --seed 7 < in.de
+    tfscones translate --run runs/demo-scones-a0.5 --search beam --input in.de
+    tfscones translate --run RUN --search beam --beam 8 --nbest 4 --length-penalty 0.6 < in.de
+    tfscones translate --run RUN --search diverse_beam --beam 4 --groups 2 --nbest 2 < in.de
+    tfscones translate --run RUN --search sample --top-p 0.9 --nbest 5 --seed 7 < in.de
+    tfscones translate --run runs/moe --search experts --nbest 1 < in.de
     tfscones translate --model model.keras --spm spm.model --input in.de --output out.en
 
-One sentence a line in (lines end at newlines only: `tfscones.data.text_lines`), one
-translation a line out, in order (greedy search unless told
-otherwise). With `--nbest N`, each sentence gives N lines `index<TAB>score<TAB>translation`,
-best first (for sampling, in the order drawn), as in fairseq's n-best lists; the score is the sum
-of the head's log-scores (divided by the length penalty, if any). An empty input line gives an
-empty output line. A line longer than the model reads is translated from its first pieces, and
-said so on stderr (each such line, then their count); `--long-lines error` stops instead,
-before anything is translated.
+`--search` names a decoder of `tfscones.decoding.registry` (greedy by default), and every
+setting of every decoder is a flag (`--help` lists them); a flag the chosen decoder does not
+read is refused, naming the searches that read it.
+
+One sentence a line in (lines end at newlines only: `tfscones.data.text_lines`), one translation
+a line out, in order. With `--nbest N` (the search's `num_hypotheses`), each sentence gives its
+hypotheses as lines `index<TAB>score<TAB>translation`, best first (for sampling in the order
+drawn, for experts in expert order), as in fairseq's n-best lists; the score is the sum of the
+head's log-scores (divided by the length penalty, if any). An empty input line gives an empty
+output line. A line longer than the model reads is translated from its first pieces, and said so
+on stderr (each such line, then their count); `--long-lines error` stops instead, before
+anything is translated.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -28,7 +34,7 @@ import tensorflow as tf
 from tfscones.commands.argument_types import non_negative_int, positive_int
 from tfscones.data import Tokenizer
 from tfscones.data.text_lines import TextLineError, check_writable, read_lines, write_lines
-from tfscones.decoding import Search, translate, translate_nbest
+from tfscones.decoding import Search, registry, translate, translate_nbest
 from tfscones.decoding.translate import cut_sources
 from tfscones.models import load_model
 from tfscones.run_folder import RunFolder
@@ -50,21 +56,7 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
         help="a line longer than the model reads: translate its first pieces and say so on "
         "stderr (default), or stop before translating",
     )
-    search = parser.add_argument_group("search (greedy unless --beam or --sample)")
-    search.add_argument(
-        "--beam", type=non_negative_int, default=0, help="beam size (0: greedy search)"
-    )
-    search.add_argument(
-        "--nbest", type=non_negative_int, default=0, help="print the N best hypotheses"
-    )
-    search.add_argument("--length-penalty", type=float, default=0.0, help="GNMT alpha")
-    search.add_argument("--diverse-groups", type=int, default=0, help="diverse beam groups")
-    search.add_argument("--diversity-strength", type=float, default=0.5)
-    search.add_argument("--sample", action="store_true", help="sample instead of searching")
-    search.add_argument("--temperature", type=float, default=1.0)
-    search.add_argument("--top-k", type=int, default=0, help="sample among the k best (0: all)")
-    search.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (1: all)")
-    search.add_argument("--seed", type=int, default=0, help="sampling seed")
+    add_search_flags(parser)
     arguments = parser.parse_args(argv)
     try:
         arguments.search = search_from_arguments(arguments)
@@ -80,38 +72,66 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     return arguments
 
 
+def add_search_flags(parser: argparse.ArgumentParser) -> None:
+    """`--search`, `--nbest` and a flag for every setting of every registered decoder."""
+    group = parser.add_argument_group("search (greedy unless --search names another)")
+    summaries = "; ".join(f"{d.name}: {d.summary}" for d in registry.decoders())
+    group.add_argument(
+        "--search", choices=registry.decoder_names(), default="greedy", help=summaries
+    )
+    group.add_argument(
+        "--nbest",
+        type=non_negative_int,
+        default=0,
+        help="print N hypotheses a sentence with their scores (the search's num_hypotheses)",
+    )
+    for flag, (field, readers) in setting_flags().items():
+        group.add_argument(
+            flag,
+            dest=field.name,
+            type=type(field.default),
+            default=None,
+            help=f"{field.metadata['help']} (default {field.default}; {', '.join(readers)})",
+        )
+
+
+def setting_flags() -> dict[str, tuple[dataclasses.Field, list[str]]]:
+    """Each settings flag, with its field and the decoders that read it."""
+    flags: dict[str, tuple[dataclasses.Field, list[str]]] = {}
+    for decoder in registry.decoders():
+        for field in registry.settings_fields(decoder):
+            flag = field.metadata["flag"]
+            if flag:
+                flags.setdefault(flag, (field, []))[1].append(decoder.name)
+    return flags
+
+
 def search_from_arguments(arguments: argparse.Namespace) -> Search:
     """The `Search` the command-line flags describe.
 
     Raises:
-        ValueError: If the flags contradict each other or a value is out of range.
+        ValueError: If a flag is not a setting of the chosen search, or a value is out of range.
     """
-    if arguments.sample and arguments.beam:
-        raise ValueError("--sample and --beam exclude each other")
-    if arguments.diverse_groups and not arguments.beam:
-        raise ValueError("--diverse-groups needs --beam (the beams are split into the groups)")
-    count = max(arguments.nbest, 1)
-    if arguments.sample:
-        return Search(
-            "sample",
-            num_hypotheses=count,
-            temperature=arguments.temperature,
-            top_k=arguments.top_k,
-            top_p=arguments.top_p,
-            seed=arguments.seed,
+    decoder = registry.decoder_named(arguments.search)
+    own = {field.name for field in registry.settings_fields(decoder)}
+    settings = {}
+    for flag, (field, readers) in setting_flags().items():
+        value = getattr(arguments, field.name)
+        if value is None:
+            continue
+        if field.name not in own:
+            raise ValueError(
+                f"{flag} is a setting of {' and '.join(readers)} search, not of "
+                f"{decoder.name}: add --search {readers[0]}"
+            )
+        settings[field.name] = value
+    if "num_hypotheses" in own:
+        settings["num_hypotheses"] = max(arguments.nbest, 1)
+    elif arguments.nbest > 1:
+        raise ValueError(
+            f"--nbest above 1 needs a search of several hypotheses, not {decoder.name}"
         )
-    if arguments.beam:
-        return Search(
-            "diverse_beam" if arguments.diverse_groups else "beam",
-            beam_size=arguments.beam,
-            num_hypotheses=count,
-            length_penalty=arguments.length_penalty,
-            num_groups=max(arguments.diverse_groups, 1),
-            diversity_strength=arguments.diversity_strength,
-        )
-    if arguments.nbest > 1:
-        raise ValueError("--nbest above 1 needs --beam or --sample")
-    return Search()
+    return Search(decoder.name, **settings)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
@@ -122,6 +142,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         sources = read_lines(arguments.input)
         tokenizer = Tokenizer.from_file(arguments.spm)
         model = load_model(arguments.model)
+        arguments.search.hypotheses(model)
     except (OSError, TextLineError, ValueError, tf.errors.OpError) as error:
         raise SystemExit(f"translate: error: {error}") from None
     cut = cut_sources(tokenizer, sources, model.max_sequence_length)

@@ -1,17 +1,20 @@
-"""Head-aware decoders: greedy, beam, diverse beam and sampling as `tf.while_loop`s; exact search.
+"""Head-aware decoders (greedy, beam, diverse beam, sampling, experts; exact search).
 
 A decoder takes a `Decodable`, a model or a stepper, and steps the
 `tfscones.models.stepping.StepModel` its `stepper()` returns (encode once, step with a cache,
 score with the head; what else it can do, its `StepCapabilities` say). `encode_source` runs the
 encoder and the cross-attention projections once and bounds each sentence's output length; the
 decoders search with the stepper's `decode_step` (eagerly, in `tf.function` or under XLA) and
-score with `model.head.log_scores`; `Search` names a strategy and its settings; `translate` and
+score with `model.head.log_scores`; each registers itself by name (`registry`), and `Search`
+names a registered strategy, its settings and its `OutputLimits`; `translate` and
 `translate_nbest` go from strings to strings; `decode_experts` decodes every expert of a
 `LatentExpertTransformer` at once.
 """
 
 from tfscones.decoding.beam import (
     BeamOutput,
+    BeamSettings,
+    DiverseBeamSettings,
     beam_search,
     diverse_beam_search,
     length_penalty_factor,
@@ -20,6 +23,7 @@ from tfscones.decoding.common import (
     DEFAULT_MAX_LENGTH_A,
     DEFAULT_MAX_LENGTH_B,
     EncodedSource,
+    OutputLimits,
     decode_step,
     encode_source,
     max_output_length,
@@ -32,11 +36,12 @@ from tfscones.decoding.exact import (
     exact_search,
     exact_translate,
 )
-from tfscones.decoding.experts import ExpertStates, ParallelExperts, decode_experts
-from tfscones.decoding.greedy import GreedyOutput, greedy_decode
-from tfscones.decoding.sampling import SamplingOutput, sample_decode
+from tfscones.decoding.experts import ExpertSettings, ExpertStates, ParallelExperts, decode_experts
+from tfscones.decoding.greedy import GreedyOutput, GreedySettings, greedy_decode
+from tfscones.decoding.registry import Decoder, NBest, decoder_names, register, setting
+from tfscones.decoding.sampling import SamplingOutput, SamplingSettings, sample_decode
 from tfscones.decoding.scoring import TeacherForced, score_texts, teacher_forced
-from tfscones.decoding.search import METHODS, NBest, Search
+from tfscones.decoding.search import Search
 from tfscones.decoding.translate import (
     compiled_search,
     source_ids_for_model,
@@ -48,21 +53,28 @@ __all__ = [
     "DEFAULT_MAX_LENGTH_A",
     "DEFAULT_MAX_LENGTH_B",
     "DEFAULT_STATE_BUDGET",
-    "METHODS",
     "BeamOutput",
+    "BeamSettings",
+    "Decoder",
+    "DiverseBeamSettings",
     "EncodedSource",
     "ExactSearchResult",
+    "ExpertSettings",
     "ExpertStates",
     "GreedyOutput",
+    "GreedySettings",
     "NBest",
+    "OutputLimits",
     "ParallelExperts",
     "SamplingOutput",
+    "SamplingSettings",
     "Search",
     "TeacherForced",
     "beam_search",
     "compiled_search",
     "decode_experts",
     "decode_step",
+    "decoder_names",
     "diverse_beam_search",
     "encode_source",
     "exact_search",
@@ -72,8 +84,10 @@ __all__ = [
     "max_output_length",
     "output_length_limits",
     "per_model_function",
+    "register",
     "sample_decode",
     "score_texts",
+    "setting",
     "source_ids_for_model",
     "teacher_forced",
     "translate",

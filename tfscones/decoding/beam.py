@@ -34,12 +34,22 @@ group of every sentence is done. Running on to the length limit (`padded=True`, 
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import NamedTuple
 
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
+from tfscones.decoding.registry import (
+    Decoder,
+    NBest,
+    decoder_arguments,
+    register,
+    setting,
+    settings_count,
+)
 from tfscones.models.stepping import Decodable, StepModel
 from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE, Range
 
@@ -213,14 +223,7 @@ def diverse_beam_search(
         ValueError: If an argument is out of range or `beam_size` is not a multiple of
             `num_groups`.
     """
-    _check_positive("beam_size", beam_size)
-    _check_in_range("num_groups", num_groups, 1, beam_size)
-    if beam_size % num_groups:
-        raise ValueError(
-            f"beam_size ({beam_size}) must be a multiple of num_groups ({num_groups})."
-        )
-    group_size = beam_size // num_groups
-    _check_in_range("hypotheses_per_group", hypotheses_per_group, 1, group_size)
+    group_size = _checked_group_size(beam_size, num_groups, hypotheses_per_group)
     NON_NEGATIVE.check("diversity_strength", diversity_strength)
     model = model.stepper()
     settings = _SearchSettings(
@@ -233,6 +236,19 @@ def diverse_beam_search(
         padded=bool(padded),
     )
     return _search(model, source_ids, settings, max_length_a, max_length_b, jit_compile)
+
+
+def _checked_group_size(beam_size: int, num_groups: int, hypotheses_per_group: int) -> int:
+    """Beams per group, after refusing groups that do not split the beam or hold too few."""
+    _check_positive("beam_size", beam_size)
+    _check_in_range("num_groups", num_groups, 1, beam_size)
+    if beam_size % num_groups:
+        raise ValueError(
+            f"beam_size ({beam_size}) must be a multiple of num_groups ({num_groups})."
+        )
+    group_size = beam_size // num_groups
+    _check_in_range("hypotheses_per_group", hypotheses_per_group, 1, group_size)
+    return group_size
 
 
 def _check_positive(name: str, value: int) -> None:
@@ -626,3 +642,89 @@ def _best_first(finished: _Hypotheses, settings: _SearchSettings) -> BeamOutput:
         scores=pooled.scores,
         log_scores=pooled.log_scores,
     )
+
+
+BEAM_SIZE = setting(4, "--beam", "beams per sentence")
+NUM_HYPOTHESES = setting(1, None, "hypotheses returned per sentence, best first")
+LENGTH_PENALTY = setting(0.0, "--length-penalty", "GNMT length-penalty exponent (0: off)")
+
+
+@dataclasses.dataclass(frozen=True)
+class BeamSettings:
+    """The settings of `beam_search` (see there); checked when made."""
+
+    beam_size: int = BEAM_SIZE
+    num_hypotheses: int = NUM_HYPOTHESES
+    length_penalty: float = LENGTH_PENALTY
+
+    def __post_init__(self):
+        _check_positive("beam_size", self.beam_size)
+        _check_in_range("num_hypotheses", self.num_hypotheses, 1, self.beam_size)
+        _checked_length_penalty(self.length_penalty)
+
+
+@dataclasses.dataclass(frozen=True)
+class DiverseBeamSettings:
+    """The settings of `diverse_beam_search` (see there); checked when made.
+
+    `num_hypotheses` are the best across the groups, each group contributing at most
+    `ceil(num_hypotheses / num_groups)`.
+    """
+
+    beam_size: int = BEAM_SIZE
+    num_hypotheses: int = NUM_HYPOTHESES
+    length_penalty: float = LENGTH_PENALTY
+    num_groups: int = setting(2, "--groups", "groups the beams are split into")
+    diversity_strength: float = setting(
+        0.5, "--diversity-strength", "penalty per earlier group's beam that chose the same token"
+    )
+
+    def __post_init__(self):
+        _checked_group_size(self.beam_size, self.num_groups, self.hypotheses_per_group)
+        AT_LEAST_ONE.check("num_hypotheses", self.num_hypotheses)
+        NON_NEGATIVE.check("diversity_strength", self.diversity_strength)
+        _checked_length_penalty(self.length_penalty)
+
+    @property
+    def hypotheses_per_group(self) -> int:
+        """Finished hypotheses each group contributes."""
+        return math.ceil(self.num_hypotheses / self.num_groups)
+
+
+def _beam_nbest(stepper, source_ids, settings: BeamSettings, limits, jit_compile) -> NBest:
+    arguments = decoder_arguments(settings, limits)
+    return NBest(*beam_search(stepper, source_ids, **arguments, jit_compile=jit_compile))
+
+
+def _diverse_beam_nbest(stepper, source_ids, settings: DiverseBeamSettings, limits, jit_compile):
+    arguments = decoder_arguments(settings, limits)
+    count = arguments.pop("num_hypotheses")
+    arguments["hypotheses_per_group"] = settings.hypotheses_per_group
+    output = diverse_beam_search(stepper, source_ids, **arguments, jit_compile=jit_compile)
+    return NBest(*(tensor[:, :count] for tensor in output))
+
+
+def _beams(settings: BeamSettings | DiverseBeamSettings, stepper: Decodable) -> int:
+    return settings.beam_size
+
+
+BEAM = register(
+    Decoder(
+        "beam",
+        "beam search, ranked by the head's log-scores over the length penalty",
+        BeamSettings,
+        _beam_nbest,
+        hypotheses=settings_count,
+        rows_per_sentence=_beams,
+    )
+)
+DIVERSE_BEAM = register(
+    Decoder(
+        "diverse_beam",
+        "diverse beam search (Vijayakumar et al. 2018): groups penalised for repeating tokens",
+        DiverseBeamSettings,
+        _diverse_beam_nbest,
+        hypotheses=settings_count,
+        rows_per_sentence=_beams,
+    )
+)

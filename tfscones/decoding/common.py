@@ -20,6 +20,7 @@ tokens on every short sentence; a rule proportional to the source stops such run
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -37,6 +38,35 @@ from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE
 
 DEFAULT_MAX_LENGTH_A = 1.5
 DEFAULT_MAX_LENGTH_B = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputLimits:
+    """How long an output may be: the one length-limit value of searches and exports.
+
+    Sentence `i` may produce at most `min(floor(max_length_a * source_length_i + max_length_b),
+    max_length)` tokens, its EOS included (the module docstring explains the rule).
+
+    Attributes:
+        max_length: Most output tokens, EOS included: the static length of the decoding cache
+            (None: the model's `max_sequence_length`).
+        max_length_a: Output tokens allowed per source token.
+        max_length_b: Output tokens allowed in addition.
+    """
+
+    max_length: int | None = None
+    max_length_a: float = DEFAULT_MAX_LENGTH_A
+    max_length_b: float = DEFAULT_MAX_LENGTH_B
+
+    def __post_init__(self):
+        if self.max_length is not None:
+            AT_LEAST_ONE.check("max_length", self.max_length)
+        NON_NEGATIVE.check("max_length_a", self.max_length_a)
+        NON_NEGATIVE.check("max_length_b", self.max_length_b)
+
+    def arguments(self) -> dict[str, Any]:
+        """The limits as the keyword arguments of the decoding functions."""
+        return dataclasses.asdict(self)
 
 
 class EncodedSource(NamedTuple):

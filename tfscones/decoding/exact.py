@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import common
+from tfscones.decoding.common import OutputLimits
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import Search
 from tfscones.decoding.translate import compiled_search, source_ids_for_model
@@ -392,13 +393,7 @@ def exact_search(
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     stepper = model.stepper()
     width = common.max_output_length(stepper, max_length)
-    beam = Search(
-        "beam",
-        beam_size=beam_size,
-        max_length=width,
-        max_length_a=max_length_a,
-        max_length_b=max_length_b,
-    )
+    beam = Search("beam", OutputLimits(width, max_length_a, max_length_b), beam_size=beam_size)
     initial = compiled_search(model, beam)(source_ids)
     source = common.encode_source(stepper, source_ids, width, max_length_a, max_length_b)
     limits = source.max_lengths.numpy()

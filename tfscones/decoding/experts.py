@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import tensorflow as tf
 
-from tfscones.decoding.search import NBest, Search
+from tfscones.decoding.registry import Decoder, NBest, register
+from tfscones.decoding.search import Search
 
 if TYPE_CHECKING:
     from tfscones.heads import OutputHead
@@ -186,7 +187,7 @@ def decode_experts(
     The paper's decoding is greedy search per expert (the default); any `Search` works the same
     way (beam search per expert, sampling per expert). Hypotheses come grouped by expert, not
     sorted by score: hypothesis `k * n + i` of a sentence is the i-th of expert k's n
-    (`n = search.output_count`; 1 for greedy).
+    (`n = search.hypotheses(...)`; 1 for greedy).
 
     Example:
     ```python
@@ -201,11 +202,11 @@ def decode_experts(
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         search: The strategy; greedy search by default.
         jit_compile: True when the caller compiles this with XLA (see `greedy_decode`).
-        **search_settings: Fields of a new `Search` (`method`, `max_length`, ...), when `search`
-            is not given.
+        **search_settings: The arguments of a new `Search` (`method`, `limits`, its
+            settings), when `search` is not given.
 
     Returns:
-        `NBest` with `num_experts * search.output_count` hypotheses per sentence.
+        `NBest` with `num_experts * search.hypotheses(experts)` hypotheses per sentence.
 
     Raises:
         ValueError: If both `search` and `search_settings` are given.
@@ -217,13 +218,53 @@ def decode_experts(
     experts = model if isinstance(model, ParallelExperts) else ParallelExperts(model)
     source_ids = tf.convert_to_tensor(source_ids, tf.int32)
     output = search.decode(experts, experts.tile_sources(source_ids), jit_compile=jit_compile)
-    count = experts.num_experts * search.output_count
+    count = experts.num_experts * search.hypotheses(experts)
     batch_size = tf.shape(source_ids)[0]
     return NBest(
         ids=tf.reshape(output.ids, [batch_size, count, tf.shape(output.ids)[-1]]),
         lengths=tf.reshape(output.lengths, [batch_size, count]),
         scores=tf.reshape(output.scores, [batch_size, count]),
+        log_scores=tf.reshape(output.log_scores, [batch_size, count]),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpertSettings:
+    """The `experts` search has no settings: every expert decodes greedily (Shen et al., §3.2)."""
+
+
+def _latent_experts(settings: ExpertSettings, stepper: Any) -> int:
+    """K, one greedy hypothesis per expert.
+
+    Raises:
+        ValueError: If the model has no latent experts.
+    """
+    experts = stepper.capabilities.latent_experts
+    if not experts:
+        raise ValueError(
+            "the experts search needs a model with latent experts (a LatentExpertTransformer, "
+            "trained with `model.num_experts` > 0); this model has none: use greedy search."
+        )
+    return experts
+
+
+def _experts_nbest(stepper, source_ids, settings: ExpertSettings, limits, jit_compile) -> NBest:
+    _latent_experts(settings, stepper)
+    if not isinstance(stepper, ParallelExperts):
+        stepper = ParallelExperts(stepper.model, stepper)
+    return decode_experts(stepper, source_ids, Search(limits=limits), jit_compile=jit_compile)
+
+
+EXPERTS = register(
+    Decoder(
+        "experts",
+        "every latent expert's greedy translation, in expert order (hard mixtures only)",
+        ExpertSettings,
+        _experts_nbest,
+        hypotheses=_latent_experts,
+        rows_per_sentence=_latent_experts,
+    )
+)
 
 
 __all__ = ["ExpertStates", "ParallelExperts", "decode_experts"]

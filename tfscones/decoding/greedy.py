@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import tensorflow as tf
 
 from tfscones.decoding import common
+from tfscones.decoding.registry import Decoder, NBest, decoder_arguments, register
 from tfscones.models.stepping import Decodable
 
 
@@ -87,3 +89,20 @@ def greedy_decode(
         model, source, width, choose, jit_compile, drop_stopped_rows=True
     )
     return GreedyOutput(ids=output.ids, lengths=output.lengths, scores=output.scores)
+
+
+@dataclasses.dataclass(frozen=True)
+class GreedySettings:
+    """Greedy search has no settings."""
+
+
+def _greedy_nbest(stepper, source_ids, settings: GreedySettings, limits, jit_compile) -> NBest:
+    arguments = decoder_arguments(settings, limits)
+    output = greedy_decode(stepper, source_ids, **arguments, jit_compile=jit_compile)
+    scores = output.scores[:, tf.newaxis]
+    return NBest(output.ids[:, tf.newaxis], output.lengths[:, tf.newaxis], scores, scores)
+
+
+GREEDY = register(
+    Decoder("greedy", "the argmax of the logits at every step", GreedySettings, _greedy_nbest)
+)

@@ -34,11 +34,13 @@ samples from the same seed, the integer bits and their conversion here are the s
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import tensorflow as tf
 
-from tfscones.decoding import common
+from tfscones.decoding import common, registry
+from tfscones.decoding.registry import NBest, decoder_arguments, setting
 from tfscones.models.stepping import Decodable
 from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE_INTEGER, POSITIVE, Range
 
@@ -245,3 +247,37 @@ def validate_sampling_arguments(
     POSITIVE.check("temperature", temperature)
     NON_NEGATIVE_INTEGER.check("top_k", top_k, "0 keeps all tokens.")
     NUCLEUS_MASS.check("top_p", top_p, "1 keeps all tokens.")
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingSettings:
+    """The settings of `sample_decode` (see there); checked when made."""
+
+    num_hypotheses: int = setting(1, None, "samples per sentence, in the order drawn")
+    temperature: float = setting(1.0, "--temperature", "sampling temperature")
+    top_k: int = setting(0, "--top-k", "sample among the k best tokens (0: all)")
+    top_p: float = setting(1.0, "--top-p", "sample within the nucleus of this mass (1: all)")
+    seed: int = setting(0, "--seed", "sampling seed: the same seed draws the same samples")
+
+    def __post_init__(self):
+        validate_sampling_arguments(self.num_hypotheses, self.temperature, self.top_k, self.top_p)
+
+
+def _sampled_nbest(stepper, source_ids, settings: SamplingSettings, limits, jit_compile) -> NBest:
+    arguments = decoder_arguments(settings, limits)
+    arguments["num_samples"] = arguments.pop("num_hypotheses")
+    arguments["seed"] = (settings.seed, 0)
+    output = sample_decode(stepper, source_ids, **arguments, jit_compile=jit_compile)
+    return NBest(*output, log_scores=output.scores)
+
+
+SAMPLING = registry.register(
+    registry.Decoder(
+        "sample",
+        "samples from the distribution the head defines (top-k, nucleus, temperature)",
+        SamplingSettings,
+        _sampled_nbest,
+        hypotheses=registry.settings_count,
+        rows_per_sentence=registry.settings_count,
+    )
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,24 +20,12 @@ from tfscones.ranges import AT_LEAST_ONE
 logger = logging.getLogger(__name__)
 
 SOURCE_LENGTH_MULTIPLE = 8
-GREEDY = Search()
-BEAM_4_BEST_4 = Search("beam", beam_size=4, num_hypotheses=4)
-
-Decoder = Callable[..., NBest]
-
-
-def run_search(
-    model: Decodable, source_ids: tf.Tensor, search: Search, jit_compile: bool = False
-) -> NBest:
-    """The default `Decoder`: `search.decode(model, source_ids, jit_compile)`."""
-    return search.decode(model, source_ids, jit_compile=jit_compile)
 
 
 def compiled_search(
     model: Decodable,
-    search: Search = GREEDY,
+    search: Search | None = None,
     jit_compile: bool = False,
-    decoder: Decoder = run_search,
 ) -> tf.types.experimental.PolymorphicFunction:
     """The `tf.function` of `search.decode` for a model, made once and then reused.
 
@@ -47,16 +35,13 @@ def compiled_search(
 
     Args:
         model: The model.
-        search: The decoding strategy.
+        search: The decoding strategy (default: greedy search).
         jit_compile: Whether to compile the function with XLA.
-        decoder: How the search runs, `decoder(model, source_ids, search, jit_compile=...) ->
-            NBest` (told whether it is compiled with XLA, which picks the decoding cache); for
-            example `tfscones.decoding.decode_experts`, every expert of a latent-expert model.
 
     Returns:
-        The function, cached for this model, search, `jit_compile` and decoder while the model
-        lives.
+        The function, cached for this model, search and `jit_compile` while the model lives.
     """
+    search = Search() if search is None else search
 
     def build(model_ref):
         @tf.function(
@@ -64,11 +49,11 @@ def compiled_search(
             jit_compile=jit_compile,
         )
         def decode(source_ids):
-            return decoder(model_ref(), source_ids, search, jit_compile=bool(jit_compile))
+            return search.decode(model_ref(), source_ids, jit_compile=bool(jit_compile))
 
         return decode
 
-    return per_model_function(model, (compiled_search, search, bool(jit_compile), decoder), build)
+    return per_model_function(model, (compiled_search, search, bool(jit_compile)), build)
 
 
 def source_ids_for_model(
@@ -168,7 +153,7 @@ def translate(
     tokenizer: Any,
     sentences: Sequence[str] | tf.Tensor,
     batch_size: int = 64,
-    search: Search = GREEDY,
+    search: Search | None = None,
     jit_compile: bool = False,
     long_sources: str = "warn",
 ) -> list[str]:
@@ -196,7 +181,8 @@ def translate(
         tokenizer: A `tfscones.data.Tokenizer` of the model's vocabulary.
         sentences: Source sentences: a list of strings or a 1-D string tensor.
         batch_size: Sentences decoded together.
-        search: The decoding strategy; its first hypothesis is the translation.
+        search: The decoding strategy (default: greedy search); its first hypothesis is the
+            translation.
         jit_compile: Whether to compile the decoder with XLA (worth it on accelerators).
         long_sources: What to do with sources longer than the model reads: `warn`, `error`
             or `translate` (see `check_long_sources`).
@@ -209,6 +195,7 @@ def translate(
         ValueError: If `batch_size` is not positive, `sentences` is not one-dimensional, or a
             source is too long under `long_sources="error"`.
     """
+    search = Search() if search is None else search
     return [
         hypotheses[0][0]
         for hypotheses in translate_nbest(
@@ -222,9 +209,8 @@ def translate_nbest(
     tokenizer: Any,
     sentences: Sequence[str] | tf.Tensor,
     batch_size: int = 64,
-    search: Search = BEAM_4_BEST_4,
+    search: Search | None = None,
     jit_compile: bool = False,
-    decoder: Decoder = run_search,
     long_sources: str = "warn",
 ) -> list[list[tuple[str, float]]]:
     """Every hypothesis of `search` for each sentence, as `(text, score)` pairs, best first.
@@ -239,8 +225,6 @@ def translate_nbest(
         batch_size: Sentences decoded together.
         search: The decoding strategy (default: beam search of 4, its 4 best).
         jit_compile: Whether to compile the decoder with XLA.
-        decoder: How the search runs (see `compiled_search`); `tfscones.decoding.decode_experts`
-            gives every expert's hypotheses, grouped by expert.
         long_sources: What to do with sources longer than the model reads (see `translate`).
 
     Returns:
@@ -252,12 +236,13 @@ def translate_nbest(
     """
     AT_LEAST_ONE.check("batch_size", batch_size)
     _check_policy(long_sources)
+    search = Search("beam", beam_size=4, num_hypotheses=4) if search is None else search
     strings = _as_strings(sentences)
     count, max_length = int(strings.shape[0]), model.max_sequence_length
     pieces = tokenizer.tokenize(strings)
     _apply_policy(_cut_rows(pieces, max_length), count, max_length, long_sources)
     results: list[list[tuple[str, float]]] = [[] for _ in range(count)]
-    decode = compiled_search(model, search, jit_compile, decoder)
+    decode = compiled_search(model, search, jit_compile)
     source_ids = append_eos(pieces, max_length)
     for indices, output in _decoded_batches(source_ids, batch_size, decode):
         count = output.ids.shape[1]

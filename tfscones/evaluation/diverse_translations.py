@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 
 from tfscones.data.text_lines import read_lines
-from tfscones.decoding import Search, decode_experts, translate_nbest
-from tfscones.decoding.translate import run_search
+from tfscones.decoding import Search, translate_nbest
 
 
 def baseline_searches(k: int, top_k: int, diversity_strength: float, seed: int) -> dict:
@@ -32,9 +31,9 @@ def baseline_searches(k: int, top_k: int, diversity_strength: float, seed: int) 
     }
 
 
-def k_translations(model, tokenizer, sources, search, count, decoder=run_search) -> list[list]:
+def k_translations(model, tokenizer, sources, search, count) -> list[list]:
     """`count` translations per source (empty strings fill slots a sparse head leaves)."""
-    nbest = translate_nbest(model, tokenizer, sources, search=search, decoder=decoder)
+    nbest = translate_nbest(model, tokenizer, sources, search=search)
     return [[text for text, _ in row] + [""] * (count - len(row)) for row in nbest]
 
 
@@ -64,9 +63,7 @@ def read_references(source: Path, reference_files: list[Path]) -> tuple[list[str
 
 def expert_translations(model, tokenizer, sources: list[str]) -> list[list[str]]:
     """Each expert's greedy translation of every source (Shen et al. 2019, §3.2)."""
-    return k_translations(
-        model, tokenizer, sources, Search(), model.num_experts, decoder=decode_experts
-    )
+    return k_translations(model, tokenizer, sources, Search("experts"), model.num_experts)
 
 
 def baseline_translations(

@@ -155,8 +155,9 @@ class LatentExpertTransformer(Seq2SeqTransformer):
     >>> source = tf.constant([[5, 6, 1, 0]])
     >>> logits = model({"source_ids": source, "target_in_ids": tf.constant([[3, 7, 8]]),
     ...                 "expert": tf.constant([2])})
-    >>> from tfscones.decoding import decode_experts
-    >>> decode_experts(model, source, max_length=4).ids.shape  # one greedy output per expert
+    >>> from tfscones.decoding import OutputLimits, decode_experts
+    >>> limits = OutputLimits(max_length=4)
+    >>> decode_experts(model, source, limits=limits).ids.shape  # one greedy output per expert
     TensorShape([1, 3, 4])
     """
 

@@ -114,7 +114,8 @@ def _runs_section(records: dict[str, list[RunRecord]]) -> list[str]:
     lines += [
         "",
         "Wall time covers the whole `tfscones train` call (vocabulary, training, dev BLEU "
-        "every epoch, greedy test translation); steps/s is steps over that time.",
+        "every epoch, greedy test translation), plus, for a run resumed after a stop (marked "
+        "resumed), the training time of the calls before; steps/s is steps over that time.",
         "",
     ]
     return lines
@@ -130,6 +131,8 @@ def _run_row(record: RunRecord) -> str:
     load = results.get("load_average")
     if load:
         where += f"; load {load['start']:.1f} → {load['end']:.1f}"
+    if results.get("resumed_after_minutes"):
+        where += "; resumed"
     return (
         f"| {run.name} | {run.seed} | {results['steps']:,} | {results['best_dev_bleu']:.1f} "
         f"| {_minutes(seconds)} | {results['steps'] / seconds:.2f} | {where} |"
@@ -229,7 +232,7 @@ def _scones_section(records, results_dir, spread, figures, folder) -> list[str]:
     elif chosen:
         lines += [
             f"α chosen on dev: not yet (an α run is missing); until then the claims are judged "
-            f"with {chosen.run.label}.",
+            f"with {chosen.run.label}, the best on dev so far.",
             "",
         ]
     lines += _scones_claims(softmax, chosen, records, spread)
@@ -241,15 +244,13 @@ def _scones_section(records, results_dir, spread, figures, folder) -> list[str]:
 
 
 def _stand_in(records: list[RunRecord]) -> RunRecord | None:
-    """The first finished seed-1 SCONES run, standing in for the α not yet chosen on dev."""
-    return next(
-        (
-            r
-            for r in records
-            if r.finished and r.run.seed == 1 and r.run.config.startswith("multi30k_scones")
-        ),
-        None,
-    )
+    """The finished seed-1 SCONES run best on dev, standing in for the α not yet chosen."""
+    finished = [
+        r
+        for r in records
+        if r.finished and r.run.seed == 1 and r.run.config.startswith("multi30k_scones")
+    ]
+    return max(finished, key=lambda r: r.results["best_dev_bleu"], default=None)
 
 
 def _scones_claims(softmax, chosen, records, spread) -> list[str]:

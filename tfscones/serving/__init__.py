@@ -6,15 +6,28 @@ and `ctranslate2_translator.py` export a model for CTranslate2 and translate wit
 the optional extra `ctranslate2`, so they are imported from their modules, not from here.
 """
 
-from tfscones.serving.export import ExportError, export_info, export_run, write_savedmodel
-from tfscones.serving.module import DEFAULT_MAX_BATCH_SIZE, RequestLimits, TranslationModule
+from tfscones.serving.export import (
+    ExportError,
+    ExportSettings,
+    export_info,
+    export_run,
+    write_savedmodel,
+)
+from tfscones.serving.module import (
+    DEFAULT_MAX_BATCH_SIZE,
+    RequestLimits,
+    TranslationModule,
+    standard_searches,
+)
 
 __all__ = [
     "DEFAULT_MAX_BATCH_SIZE",
     "ExportError",
+    "ExportSettings",
     "RequestLimits",
     "TranslationModule",
     "export_info",
     "export_run",
+    "standard_searches",
     "write_savedmodel",
 ]

@@ -39,14 +39,13 @@ import numpy as np
 import sentencepiece
 
 from tfscones.data.vocab_ids import EOS_ID
-from tfscones.decoding import common
 from tfscones.ranges import AT_LEAST_ONE
 from tfscones.serving.ctranslate2_export import (
     BEAM,
     SENTENCEPIECE_MODEL,
     CTranslate2Info,
 )
-from tfscones.serving.module import CHARACTERS_PER_TOKEN, DEFAULT_MAX_BATCH_SIZE, RequestLimits
+from tfscones.serving.module import RequestLimits
 
 
 class Hypothesis(NamedTuple):
@@ -67,18 +66,6 @@ class Translation(NamedTuple):
 
     text: str
     score: float | None
-
-
-def default_limits(positions: int) -> RequestLimits:
-    """The SavedModel's default request limits for a model of `positions` positions."""
-    return RequestLimits(
-        max_batch_size=DEFAULT_MAX_BATCH_SIZE,
-        max_source_tokens=positions,
-        max_output_tokens=positions,
-        max_source_characters=CHARACTERS_PER_TOKEN * positions,
-        max_length_a=float(common.DEFAULT_MAX_LENGTH_A),
-        max_length_b=float(common.DEFAULT_MAX_LENGTH_B),
-    )
 
 
 class CTranslate2Translator:
@@ -105,8 +92,7 @@ class CTranslate2Translator:
         threads: int = 1,
     ):
         self.info = CTranslate2Info.read(model_dir)
-        self.limits = limits or default_limits(self.info.positions)
-        self.limits.check_fits(self.info.positions)
+        self.limits = (limits or RequestLimits()).for_model(self.info.positions)
         self.translator = ctranslate2.Translator(
             str(model_dir), compute_type=compute_type, intra_threads=threads, inter_threads=1
         )
@@ -137,8 +123,8 @@ class CTranslate2Translator:
         """Most tokens a source of `source_length` tokens (EOS included) may produce."""
         limits = self.limits
         length = np.floor(
-            np.float32(limits.max_length_a) * np.float32(source_length)
-            + np.float32(limits.max_length_b)
+            np.float32(limits.output.max_length_a) * np.float32(source_length)
+            + np.float32(limits.output.max_length_b)
         )
         return int(min(max(length, 1), limits.max_output_tokens))
 

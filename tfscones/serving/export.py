@@ -1,17 +1,19 @@
 """Export a trained model as a versioned SavedModel that stock TF Serving runs.
 
     from tfscones.serving import export_run
-    export_run("exports/demo/1", run="runs/demo-scones-a0.5", settings=ExportSettings(beam_size=8))
+    settings = ExportSettings(searches=standard_searches(beam_size=8))
+    export_run("exports/demo/1", run="runs/demo-scones-a0.5", settings=settings)
 
 The output is `BASE/NAME/VERSION`, VERSION a positive integer: TF Serving serves the highest
 version under `BASE/NAME` (see `export/serving/README.md`). The export is written next to it under
 a hidden name and renamed into place when complete, so a server polling `BASE/NAME` never loads a
 half-written version. An existing, non-empty output folder is an error: export a new version.
 
-The SavedModel holds the signatures of `TranslationModule` (`translate`, the default,
-`translate_beam`, `nbest`, `translate_ids`, `score`) with SentencePiece inside the graph; loading
-it needs only TensorFlow and tensorflow-text. `assets.extra/tfscones_export.json` records the
-signatures and the request limits.
+The SavedModel holds the signatures of `TranslationModule` (one per search, by default
+`translate`, the default, `translate_beam` and `nbest`; then `translate_ids` and `score`) with
+SentencePiece inside the graph; loading it needs only TensorFlow and tensorflow-text.
+`assets.extra/tfscones_export.json` records the signatures, their searches and the request
+limits.
 """
 
 from __future__ import annotations
@@ -21,22 +23,17 @@ import dataclasses
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import keras
 import tensorflow as tf
 
-from tfscones import ranges
 from tfscones.data import Tokenizer
-from tfscones.decoding import common
+from tfscones.decoding import Search
 from tfscones.models import load_model
 from tfscones.run_folder import RunFolder
-from tfscones.serving.module import (
-    DEFAULT_MAX_BATCH_SIZE,
-    DEFAULT_MAX_REQUEST_BYTES,
-    TranslationModule,
-)
+from tfscones.serving.module import RequestLimits, TranslationModule
 
 EXPORT_INFO = Path("assets.extra") / "tfscones_export.json"
 
@@ -47,43 +44,27 @@ class ExportError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class ExportSettings:
-    """The beam settings and request limits baked into the exported signatures.
+    """What an export holds: its searches, one signature each, and its request limits.
 
-    Checked when made (`tfscones.ranges`), so a bad setting fails before any model loads; the
-    token limits are checked against the model's positions when it loads.
+    Both are checked when made (`Search`, `RequestLimits`), so a bad setting fails before any
+    model loads; the token limits are checked against the model's positions when it loads.
+
+    Example:
+    ```python
+    ExportSettings(
+        searches={**standard_searches(beam_size=8), "sample": Search("sample", top_p=0.9)},
+        limits=RequestLimits(max_batch_size=32, output=OutputLimits(max_length=128)),
+    )
+    ```
 
     Attributes:
-        beam_size: Beam of `translate_beam` and `nbest`.
-        nbest: Hypotheses the `nbest` signature returns.
-        length_penalty: GNMT length penalty of the beam signatures (0: off).
-        max_batch_size: Sentences a request may hold.
-        max_source_tokens: Longer sources are truncated (None: the model's maximum).
-        max_output_tokens: Longest output (None: the model's maximum).
-        max_length_a: Outputs are at most `a * source length + b` tokens long.
-        max_length_b: See `max_length_a`.
-        max_request_bytes: Memory a full request's decoder state may take
-            (`tfscones.serving.module.RequestLimits`).
+        searches: Signature names and their searches, the default signature first (None:
+            `standard_searches()`: greedy `translate`, beam-4 `translate_beam` and `nbest`).
+        limits: The request limits (`tfscones.serving.module.RequestLimits`).
     """
 
-    beam_size: int = 4
-    nbest: int = 4
-    length_penalty: float = 0.0
-    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
-    max_source_tokens: int | None = None
-    max_output_tokens: int | None = None
-    max_length_a: float = common.DEFAULT_MAX_LENGTH_A
-    max_length_b: float = common.DEFAULT_MAX_LENGTH_B
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
-
-    def __post_init__(self):
-        for name in ("beam_size", "max_batch_size", "max_request_bytes"):
-            ranges.AT_LEAST_ONE.check(name, getattr(self, name))
-        ranges.Range(1, self.beam_size, integer=True).check("nbest", self.nbest)
-        for name in ("max_source_tokens", "max_output_tokens"):
-            if getattr(self, name) is not None:
-                ranges.AT_LEAST_ONE.check(name, getattr(self, name))
-        for name in ("length_penalty", "max_length_a", "max_length_b"):
-            ranges.NON_NEGATIVE.check(name, getattr(self, name))
+    searches: Mapping[str, Search] | None = None
+    limits: RequestLimits = RequestLimits()
 
 
 def input_files(
@@ -142,18 +123,7 @@ def build_module(settings: ExportSettings, checkpoint: Path, spm: Path) -> Trans
         raise ExportError(f"cannot load the SentencePiece model {spm}: {error}") from None
     try:
         return TranslationModule(
-            model,
-            tokenizer,
-            beam_size=settings.beam_size,
-            num_hypotheses=settings.nbest,
-            length_penalty=settings.length_penalty,
-            max_batch_size=settings.max_batch_size,
-            max_source_tokens=settings.max_source_tokens,
-            max_output_tokens=settings.max_output_tokens,
-            max_length_a=settings.max_length_a,
-            max_length_b=settings.max_length_b,
-            max_request_bytes=settings.max_request_bytes,
-            freeze_step_weights=True,
+            model, tokenizer, settings.searches, settings.limits, freeze_step_weights=True
         )
     except ValueError as error:
         raise ExportError(str(error)) from None
@@ -203,13 +173,14 @@ def staged_folder(out: Path) -> Iterator[Path]:
 
 
 def export_info(module: TranslationModule) -> dict:
-    """What the export holds: signatures, beam settings and request limits."""
+    """What the export holds: signatures, their searches and the request limits."""
     return {
         "signatures": list(module.signature_names),
         "default_signature": module.signature_names[0],
-        "beam_size": module.beam_size,
-        "num_hypotheses": module.num_hypotheses,
-        "length_penalty": module.length_penalty,
+        "searches": {
+            name: {"method": search.method, **dataclasses.asdict(search.settings)}
+            for name, search in module.searches.items()
+        },
         "limits": dataclasses.asdict(module.limits),
         "vocabulary_size": module.tokenizer.vocab_size,
         "head": type(module.model.head).__name__,
@@ -230,7 +201,7 @@ def export_run(
         run: A training run folder (its `model.keras` and `spm.model`).
         checkpoint: A `.keras` model, in place of the run's.
         spm: A SentencePiece model, in place of the run's.
-        settings: Beam settings and request limits (None: the defaults).
+        settings: Searches and request limits (None: the defaults).
 
     Returns:
         `export_info` of the export, with its `path`.

@@ -1,22 +1,24 @@
 """The `tf.Module` whose `tf.function`s become the signatures of an exported SavedModel.
 
-`TranslationModule(model, tokenizer)` holds a `Seq2SeqTransformer` (or any model with its
-decoding interface) and the `Tokenizer` of its vocabulary. Its signatures take and return whole
-sentences, so a server needs nothing but TensorFlow and tensorflow-text (whose ops stock
-TF Serving links) to run them; SentencePiece runs inside the graph.
+`TranslationModule(model, tokenizer, searches, limits)` holds a `Seq2SeqTransformer` (or any
+`Decodable` model) and the `Tokenizer` of its vocabulary, and makes a signature of each named
+`tfscones.decoding.Search`. Its signatures take and return whole sentences, so a server needs
+nothing but TensorFlow and tensorflow-text (whose ops stock TF Serving links) to run them;
+SentencePiece runs inside the graph.
 
-Signatures (all take a batch; "string" is UTF-8 text; `translate` is the default):
-- `translate(source: string [b])`: greedy search; `translations` string `[b]`, `scores` `[b]`,
-  `source_truncated` bool `[b]` (every signature that takes text returns it).
-- `translate_beam(source)`: beam search; `translations` `[b]`, `scores` (ranking score, with the
-  length penalty) and `log_scores` `[b]`.
-- `nbest(source)`: `translations` `[b, n]`, `scores` and `log_scores` `[b, n]`, best first.
+Signatures (all take a batch; "string" is UTF-8 text; the first search's is the default):
+- one per search, `NAME(source: string [b])`: `translations` string, `scores` (the search's
+  ranking score, with any length penalty), `log_scores` (the sum of the head's log scores) and
+  `source_truncated` bool `[b]` (every signature that takes text returns it); `[b]` for a
+  search of one hypothesis a sentence, `[b, n]` (best first) for one of n. By default
+  (`standard_searches`): `translate` (greedy), `translate_beam` (beam 4) and `nbest` (its 4
+  best).
 - `translate_ids(source_ids: int32 [b, L])`: greedy; `ids` `[b, T]`, `lengths`, `scores` `[b]`.
 - `score(source, target: string [b])`: `scores` `[b]` (sum of the head's log scores of the
   target's tokens, EOS included; NaN for a target over the limits, with `target_truncated`
   true), `token_scores` `[b, T]` and `lengths` `[b]`.
-- `translate_experts(source)`, for a `LatentExpertTransformer` only: every expert's greedy
-  translation in one batched call (Shen et al. 2019); `translations` `[b, K]`, `scores` `[b, K]`.
+- `translate_experts(source)`, added for a model with latent experts: every expert's greedy
+  translation in one batched call (Shen et al. 2019); `translations` `[b, K]`, in expert order.
 
 Request limits (`RequestLimits`), fixed when the module is built:
 - Sentences per request: at most `max_batch_size`; a larger request fails with an
@@ -26,8 +28,9 @@ Request limits (`RequestLimits`), fixed when the module is built:
   cut (by tokens or characters): its beginning is translated, and the response says so.
   Before tokenising, text is cut to `max_source_characters` characters (by default 32 a token),
   which bounds the tokeniser's work on huge inputs; ordinary text loses no token to it.
-- Output length: at most `max_output_tokens` tokens, EOS included, and at most
-  `floor(max_length_a * source_tokens + max_length_b)` (see `tfscones.decoding.common`).
+- Output length (`output`, one `OutputLimits` for every search): at most `output.max_length`
+  tokens, EOS included, and at most `floor(max_length_a * source_tokens + max_length_b)` (see
+  `tfscones.decoding.common`).
   `max_source_tokens` and `max_output_tokens` cannot exceed the model's positions.
 - Memory: the decoder state of a full request (`max_batch_size` sentences, each with its beams
   or experts, at the longest lengths; `decoder_state_bytes`) must fit `max_request_bytes`
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import tensorflow as tf
@@ -54,12 +58,11 @@ from tfscones import ranges
 from tfscones.data.preprocessing import append_eos
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding import common
-from tfscones.decoding.beam import BeamOutput, beam_search
-from tfscones.decoding.experts import ParallelExperts, decode_experts
+from tfscones.decoding.common import OutputLimits
 from tfscones.decoding.greedy import greedy_decode
+from tfscones.decoding.registry import NBest
 from tfscones.decoding.scoring import teacher_forced
 from tfscones.decoding.search import Search
-from tfscones.models.latent_experts import LatentExpertTransformer
 
 DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_REQUEST_BYTES = 2 * 2**30
@@ -72,34 +75,62 @@ _STRINGS = tf.TensorSpec([None], tf.string)
 class RequestLimits:
     """The bounds a `TranslationModule` puts on each request.
 
+    A limit left None takes its default when the module is built (`for_model`).
+
     Attributes:
         max_batch_size: Most sentences (or sentence pairs) in one request.
-        max_source_tokens: Most source tokens, EOS included; longer sources are truncated.
-        max_output_tokens: Most output tokens, EOS included: the decoders' cache length. Targets
-            given to `score` are truncated to it too.
-        max_source_characters: Characters kept of each input string before tokenising.
-        max_length_a: Output tokens allowed per source token.
-        max_length_b: Output tokens allowed in addition.
+        max_source_tokens: Most source tokens, EOS included; longer sources are truncated
+            (default: the model's positions).
+        max_source_characters: Characters kept of each input string before tokenising
+            (default: `CHARACTERS_PER_TOKEN` per source token).
+        output: The output length limits of every search (`OutputLimits`; `max_length`, by
+            default the model's positions, is the decoders' cache length). Targets given to
+            `score` are truncated to `output.max_length` too.
         max_request_bytes: The memory a request's decoder state may take
             (`decoder_state_bytes` of a full request); settings that exceed it are refused
             when the module is built.
     """
 
-    max_batch_size: int
-    max_source_tokens: int
-    max_output_tokens: int
-    max_source_characters: int
-    max_length_a: float
-    max_length_b: float
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    max_source_tokens: int | None = None
+    max_source_characters: int | None = None
+    output: OutputLimits = OutputLimits()
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
     def __post_init__(self):
-        for name in ("max_batch_size", "max_source_tokens", "max_output_tokens"):
+        for name in ("max_batch_size", "max_request_bytes"):
             ranges.AT_LEAST_ONE.check(name, getattr(self, name))
-        ranges.AT_LEAST_ONE.check("max_source_characters", self.max_source_characters)
-        ranges.AT_LEAST_ONE.check("max_request_bytes", self.max_request_bytes)
-        for name in ("max_length_a", "max_length_b"):
-            ranges.NON_NEGATIVE.check(name, getattr(self, name))
+        for name in ("max_source_tokens", "max_source_characters"):
+            if getattr(self, name) is not None:
+                ranges.AT_LEAST_ONE.check(name, getattr(self, name))
+
+    @classmethod
+    def from_dict(cls, record: dict) -> RequestLimits:
+        """The limits `dataclasses.asdict` wrote (an export's info holds them)."""
+        return cls(**{**record, "output": OutputLimits(**record["output"])})
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """Most output tokens, EOS included (`output.max_length`)."""
+        return self.output.max_length
+
+    def for_model(self, positions: int) -> RequestLimits:
+        """The limits with every default filled in for a model of `positions` positions.
+
+        Raises:
+            ValueError: If a token limit exceeds the positions, naming it and the range.
+        """
+        source_tokens = positions if self.max_source_tokens is None else self.max_source_tokens
+        output_tokens = positions if self.output.max_length is None else self.output.max_length
+        characters = self.max_source_characters or CHARACTERS_PER_TOKEN * source_tokens
+        limits = dataclasses.replace(
+            self,
+            max_source_tokens=source_tokens,
+            max_source_characters=characters,
+            output=dataclasses.replace(self.output, max_length=output_tokens),
+        )
+        limits.check_fits(positions)
+        return limits
 
     def check_fits(self, positions: int) -> None:
         """Refuses token limits beyond a model's position table (`positions` entries).
@@ -108,8 +139,11 @@ class RequestLimits:
             ValueError: Naming the limit, its value and the allowed range.
         """
         fits = ranges.Range(1, positions, integer=True)
-        for name in ("max_source_tokens", "max_output_tokens"):
-            fits.check(name, getattr(self, name), f"The model has {positions} positions.")
+        for name, value in (
+            ("max_source_tokens", self.max_source_tokens),
+            ("max_output_tokens", self.max_output_tokens),
+        ):
+            fits.check(name, value, f"The model has {positions} positions.")
 
     def check_memory(self, model: Any, rows_per_sentence: int) -> None:
         """Refuses limits whose full request needs more than `max_request_bytes`.
@@ -133,6 +167,27 @@ class RequestLimits:
             )
 
 
+def standard_searches(
+    beam_size: int = 4, nbest: int = 4, length_penalty: float = 0.0
+) -> dict[str, Search]:
+    """An export's searches by default: greedy `translate`, `translate_beam` and `nbest`.
+
+    `translate` is the default signature; `translate_beam` returns the best of `beam_size`
+    beams, `nbest` their `nbest` best.
+
+    Raises:
+        ValueError: If a beam setting is out of range (`nbest` above `beam_size`, say).
+    """
+    ranges.AT_LEAST_ONE.check("beam_size", beam_size)
+    ranges.Range(1, beam_size, integer=True).check("nbest", nbest)
+    beam = {"beam_size": beam_size, "length_penalty": length_penalty}
+    return {
+        "translate": Search(),
+        "translate_beam": Search("beam", num_hypotheses=1, **beam),
+        "nbest": Search("beam", num_hypotheses=nbest, **beam),
+    }
+
+
 def decoder_state_bytes(model: Any, rows: int, source_tokens: int, output_tokens: int) -> int:
     """Bytes of the float32 state a search keeps for `rows` hypotheses at once.
 
@@ -145,38 +200,31 @@ def decoder_state_bytes(model: Any, rows: int, source_tokens: int, output_tokens
 
 
 class TranslationModule(tf.Module):
-    """Translation, n-best and scoring signatures of a model and its SentencePiece tokenizer.
+    """Signatures of a model and its SentencePiece tokenizer: one per search, ids and scoring.
 
     Every signature is a `tf.function` with a fixed input signature and a batch axis of any size
     up to `limits.max_batch_size`; see the module docstring for inputs, outputs and limits.
-    Beam search (`translate_beam`, `nbest`) uses `beam_size` beams and returns
-    `num_hypotheses` hypotheses per sentence, best first.
+    Each `Search` in `searches` becomes a signature of its name (an attribute of the module),
+    taking strings and returning `translations`, `scores`, `log_scores` and `source_truncated`:
+    `[batch]` for a search of one hypothesis a sentence, `[batch, n]` for one of n. A model
+    with latent experts also gets `translate_experts` (`Search("experts")`) unless a search
+    of that name is given. `translate_ids` (greedy search on ids) and `score` are always there.
 
     Example:
     ```python
     module = TranslationModule(model, Tokenizer.from_file("spm.model"))
     module.translate(tf.constant(["Guten Morgen."]))["translations"]  # [b"Good morning."]
     module.score(tf.constant(["Danke."]), tf.constant(["Thanks."]))["scores"]
+    sampler = TranslationModule(model, tokenizer, {"sample": Search("sample", top_p=0.9)})
     ```
 
-
     Args:
-        model: A `Seq2SeqTransformer`, or any model with its decoding interface.
+        model: A `Seq2SeqTransformer`, or any `tfscones.models.stepping.Decodable` model.
         tokenizer: The `tfscones.data.Tokenizer` of the model's vocabulary.
-        beam_size: Beams of `translate_beam` and `nbest`.
-        num_hypotheses: Hypotheses `nbest` returns per sentence (at most `beam_size`).
-        length_penalty: Beam search's length penalty (0: rank by the sum of log scores).
-        max_batch_size: Most sentences per request.
-        max_source_tokens: Most source tokens, EOS included (default: the model's
-            `max_sequence_length`, as `tfscones.decoding.translate` uses).
-        max_output_tokens: Most output tokens, EOS included (default: the model's
-            `max_sequence_length`).
-        max_source_characters: Characters kept of each string before tokenising (default:
-            `CHARACTERS_PER_TOKEN` per source token).
-        max_length_a: Output tokens allowed per source token.
-        max_length_b: Output tokens allowed in addition.
-        max_request_bytes: Memory a full request's decoder state may take (see
-            `RequestLimits`); 2 GiB by default.
+        searches: Signature names and their searches, the default signature first (default:
+            `standard_searches()`). Their output limits are `limits.output`, so a search may
+            not set its own.
+        limits: The request limits (default: `RequestLimits()`, filled in for the model).
         freeze_step_weights: Whether the searches step `model.stepper(frozen_weights=True)`:
             what its steps prepare (a `Seq2SeqTransformer`'s transposed tied table) is then
             made once, here, and saved with the module, instead of once per request
@@ -186,24 +234,19 @@ class TranslationModule(tf.Module):
         name: Name of the module.
 
     Raises:
-        ValueError: If the tokenizer's vocabulary size differs from the model's, or a limit or
-            a beam setting is invalid.
+        ValueError: If the tokenizer's vocabulary size differs from the model's, a limit is
+            invalid, a search sets its own limits, cannot decode the model or takes more
+            memory than `limits.max_request_bytes`, or a search is named like a fixed signature.
     """
+
+    FIXED_SIGNATURES = ("translate_ids", "score")
 
     def __init__(
         self,
         model: Any,
         tokenizer: Any,
-        beam_size: int = 4,
-        num_hypotheses: int = 4,
-        length_penalty: float = 0.0,
-        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
-        max_source_tokens: int | None = None,
-        max_output_tokens: int | None = None,
-        max_source_characters: int | None = None,
-        max_length_a: float = common.DEFAULT_MAX_LENGTH_A,
-        max_length_b: float = common.DEFAULT_MAX_LENGTH_B,
-        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        searches: Mapping[str, Search] | None = None,
+        limits: RequestLimits | None = None,
         freeze_step_weights: bool = False,
         name: str = "translation",
     ):
@@ -213,122 +256,67 @@ class TranslationModule(tf.Module):
                 f"the tokenizer has {tokenizer.vocab_size} pieces but the model's vocabulary "
                 f"has {model.vocabulary_size} entries: they must come from the same run."
             )
-        ranges.AT_LEAST_ONE.check("beam_size", beam_size)
-        ranges.Range(1, beam_size, integer=True).check("num_hypotheses", num_hypotheses)
-        ranges.NON_NEGATIVE.check("length_penalty", length_penalty)
-        default_length = model.max_sequence_length
-        source_tokens = default_length if max_source_tokens is None else max_source_tokens
-        self.limits = RequestLimits(
-            max_batch_size=max_batch_size,
-            max_source_tokens=source_tokens,
-            max_output_tokens=default_length if max_output_tokens is None else max_output_tokens,
-            max_source_characters=(
-                CHARACTERS_PER_TOKEN * source_tokens
-                if max_source_characters is None
-                else max_source_characters
-            ),
-            max_length_a=float(max_length_a),
-            max_length_b=float(max_length_b),
-            max_request_bytes=max_request_bytes,
-        )
-        self.limits.check_fits(model.max_sequence_length)
-        experts = model.num_experts if isinstance(model, LatentExpertTransformer) else 1
-        self.limits.check_memory(model, max(beam_size, experts))
-        self.beam_size = int(beam_size)
-        self.num_hypotheses = int(num_hypotheses)
-        self.length_penalty = float(length_penalty)
+        self.limits = (limits or RequestLimits()).for_model(model.max_sequence_length)
         self.model = model
         self.decoding_model = model.stepper(frozen_weights=freeze_step_weights)
-        if isinstance(model, LatentExpertTransformer):
-            self.experts = ParallelExperts(model, self.decoding_model)
+        self.searches = self._checked_searches(
+            standard_searches() if searches is None else searches
+        )
+        rows = max(
+            search.rows_per_sentence(self.decoding_model) for search in self.searches.values()
+        )
+        self.limits.check_memory(model, rows)
         self.tokenizer = tokenizer
+        for signature, search in self.searches.items():
+            setattr(self, signature, self._search_signature(search))
 
     @property
     def signature_names(self) -> tuple[str, ...]:
-        """Names of the signatures, `translate` (the default one) first."""
-        names = ("translate", "translate_beam", "nbest", "translate_ids", "score")
-        if isinstance(self.model, LatentExpertTransformer):
-            names += ("translate_experts",)
-        return names
+        """Names of the signatures, the first search's (the default one) first."""
+        return (*self.searches, *self.FIXED_SIGNATURES)
 
-    @tf.function(input_signature=[_STRINGS], autograph=False)
-    def translate(self, source: tf.Tensor) -> dict[str, tf.Tensor]:
-        """Greedy translations of a batch of sentences.
+    def _checked_searches(self, searches: Mapping[str, Search]) -> dict[str, Search]:
+        """The searches with the request's output limits, the experts' added for such models."""
+        searches = dict(searches)
+        if not searches:
+            raise ValueError("a TranslationModule needs at least one search.")
+        experts = self.decoding_model.capabilities.latent_experts
+        if experts and "translate_experts" not in searches:
+            searches["translate_experts"] = Search("experts")
+        checked = {}
+        for signature, search in searches.items():
+            if signature in self.FIXED_SIGNATURES or not signature.isidentifier():
+                raise ValueError(
+                    f"a search cannot be called {signature!r}: signature names are Python "
+                    f"names other than {', '.join(self.FIXED_SIGNATURES)}."
+                )
+            if search.limits != OutputLimits():
+                raise ValueError(
+                    f"search {signature!r} sets its own output limits; set them once for every "
+                    "search in RequestLimits.output."
+                )
+            search.hypotheses(self.decoding_model)
+            checked[signature] = search.with_limits(self.limits.output)
+        return checked
 
-        Args:
-            source: string `[batch]`.
+    def _search_signature(self, search: Search) -> tf.types.experimental.PolymorphicFunction:
+        """A signature running `search` on strings (see the class docstring for its outputs)."""
+        single = search.hypotheses(self.decoding_model) == 1
 
-        Returns:
-            `translations` string `[batch]`, `scores` float32 `[batch]`, the sum of the
-            head's log scores of the output tokens, and `source_truncated` bool `[batch]`,
-            whether the source was longer than `max_source_characters` or `max_source_tokens`
-            and only its beginning was translated.
-        """
-        sources = self._source_ids(source)
-        output = greedy_decode(self.decoding_model, sources.ids, **self._length_arguments())
-        return {
-            "translations": self._texts(output.ids, sources.has_text),
-            "scores": _blank(output.scores, sources.has_text, 0.0),
-            "source_truncated": sources.truncated,
-        }
+        @tf.function(input_signature=[_STRINGS], autograph=False)
+        def signature(source: tf.Tensor) -> dict[str, tf.Tensor]:
+            sources = self._source_ids(source)
+            output = search.decode(self.decoding_model, sources.ids)
+            if single:
+                output = NBest(*(tensor[:, 0] for tensor in output))
+            return {
+                "translations": self._texts(output.ids, sources.has_text),
+                "scores": _blank(output.scores, sources.has_text, 0.0),
+                "log_scores": _blank(output.log_scores, sources.has_text, 0.0),
+                "source_truncated": sources.truncated,
+            }
 
-    @tf.function(input_signature=[_STRINGS], autograph=False)
-    def translate_beam(self, source: tf.Tensor) -> dict[str, tf.Tensor]:
-        """Beam-search translations of a batch of sentences, `beam_size` beams.
-
-        Args:
-            source: string `[batch]`.
-
-        Returns:
-            `translations` string `[batch]`, `scores` float32 `[batch]` (the ranking score,
-            log score over the length penalty), `log_scores` float32 `[batch]` (the sum of
-            the head's log scores) and `source_truncated` as in `translate`.
-        """
-        output, sources = self._beam_search(source, num_hypotheses=1)
-        return self._hypotheses(output, sources, lambda t: t[:, 0])
-
-    @tf.function(input_signature=[_STRINGS], autograph=False)
-    def nbest(self, source: tf.Tensor) -> dict[str, tf.Tensor]:
-        """The `num_hypotheses` best beam-search translations of each sentence, best first.
-
-        Args:
-            source: string `[batch]`.
-
-        Returns:
-            `translations` string `[batch, num_hypotheses]`, `scores` and `log_scores` float32
-            `[batch, num_hypotheses]` and `source_truncated` as in `translate_beam`. A slot that
-            holds no hypothesis (possible only with a sparse entmax head) is empty with score -inf.
-        """
-        output, sources = self._beam_search(source, num_hypotheses=self.num_hypotheses)
-        return self._hypotheses(output, sources, lambda t: t)
-
-    @tf.function(input_signature=[_STRINGS], autograph=False)
-    def translate_experts(self, source: tf.Tensor) -> dict[str, tf.Tensor]:
-        """Every expert's greedy translation of each sentence (a latent-expert model only).
-
-        The K experts of a `LatentExpertTransformer` decode in one batched call (Shen et al. 2019,
-        §3.2): K diverse translations per sentence, in expert order.
-
-        Args:
-            source: string `[batch]`.
-
-        Returns:
-            `translations` string `[batch, K]`, `scores` float32 `[batch, K]`, the sum of
-            the head's log scores of each expert's output tokens, and `source_truncated` as in
-            `translate`.
-
-        Raises:
-            TypeError: If the model has no latent experts.
-        """
-        if not isinstance(self.model, LatentExpertTransformer):
-            raise TypeError("translate_experts needs a LatentExpertTransformer.")
-        sources = self._source_ids(source)
-        output = decode_experts(self.experts, sources.ids, Search(**self._length_arguments()))
-        return {
-            "translations": self._texts(output.ids, sources.has_text),
-            "scores": _blank(output.scores, sources.has_text, 0.0),
-            "source_truncated": sources.truncated,
-        }
+        return signature
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], autograph=False)
     def translate_ids(self, source_ids: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -345,7 +333,7 @@ class TranslationModule(tf.Module):
         """
         with tf.control_dependencies(self._check_ids(source_ids)):
             source_ids = _cut_after_end(source_ids)
-        output = greedy_decode(self.decoding_model, source_ids, **self._length_arguments())
+        output = greedy_decode(self.decoding_model, source_ids, **self.limits.output.arguments())
         text = common.has_text(source_ids)
         return {
             "ids": _blank(output.ids, text, tf.one_hot(0, tf.shape(output.ids)[1], EOS_ID, PAD_ID)),
@@ -390,34 +378,6 @@ class TranslationModule(tf.Module):
             "lengths": forced.lengths,
             "source_truncated": sources.truncated,
             "target_truncated": targets.truncated,
-        }
-
-    def _beam_search(self, source: tf.Tensor, num_hypotheses: int) -> tuple[BeamOutput, Sources]:
-        sources = self._source_ids(source)
-        output = beam_search(
-            self.decoding_model,
-            sources.ids,
-            beam_size=self.beam_size,
-            num_hypotheses=num_hypotheses,
-            length_penalty=self.length_penalty,
-            **self._length_arguments(),
-        )
-        return output, sources
-
-    def _hypotheses(self, output: BeamOutput, sources: Sources, select) -> dict[str, tf.Tensor]:
-        """Texts and scores of the hypotheses `select` picks; empty, score 0, for empty sources."""
-        return {
-            "translations": self._texts(select(output.ids), sources.has_text),
-            "scores": _blank(select(output.scores), sources.has_text, 0.0),
-            "log_scores": _blank(select(output.log_scores), sources.has_text, 0.0),
-            "source_truncated": sources.truncated,
-        }
-
-    def _length_arguments(self) -> dict[str, Any]:
-        return {
-            "max_length": self.limits.max_output_tokens,
-            "max_length_a": self.limits.max_length_a,
-            "max_length_b": self.limits.max_length_b,
         }
 
     def _check_batch_size(self, batch_size: tf.Tensor) -> tf.Operation:

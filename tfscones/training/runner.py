@@ -367,6 +367,11 @@ def compiled_model(config: ExperimentConfig, vocabulary_size: int, strategy):
     return model, schedule
 
 
+def training_budget(fit_callbacks: list) -> callbacks.TrainingBudget:
+    """The `TrainingBudget` among `training_callbacks`: the time a resumed run spent before."""
+    return next(c for c in fit_callbacks if isinstance(c, callbacks.TrainingBudget))
+
+
 def training_callbacks(
     config, run_dir, schedule, tokenizer, dev_sources, dev_references, progress=None
 ):
@@ -535,11 +540,13 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
     fit(config, model, batches, fit_callbacks)
     steps = int(model.optimizer.iterations.numpy())
     averaged_bleu = keep_checkpoint_average(model, fit_callbacks)
+    spent_before = training_budget(fit_callbacks).spent_before
     results = {
         "name": config.name,
         "steps": steps,
         "best_dev_bleu": fit_callbacks[0].best_bleu,
-        "train_minutes": (time.monotonic() - started) / 60.0,
+        "train_minutes": (time.monotonic() - started + spent_before) / 60.0,
+        "resumed_after_minutes": spent_before / 60.0,
         "machine": machine.describe_machine(),
         "load_average": {"start": load_at_start, "end": machine.load_average()},
         "code": machine.code_version(),

@@ -39,11 +39,15 @@ class StepCapabilities:
             a pool of cache entries (one row of `initial_cache` at one position), and a step on
             it returns the row's own position alone, which `prefix_entries` turns back into
             entries: exact search then copies no cache back (`tfscones.decoding.exact`).
+        latent_experts: K > 0 when it steps a model with K latent experts, whose
+            `expert_token_id(k)` at index 0 selects expert k (`tfscones.models.latent_experts`):
+            the `experts` search then decodes every expert at once. 0 for other models.
     """
 
     shares_sources: bool = False
     grows_cache: bool = False
     caches_prefixes: bool = False
+    latent_experts: int = 0
 
 
 class SourceGroups(NamedTuple):

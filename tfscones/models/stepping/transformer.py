@@ -8,6 +8,7 @@ steps: it reads the model's weights and runs one position of its decoder per ste
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -310,8 +311,12 @@ class ExpertTransformerStepper(TransformerStepper):
     Args:
         model: The `LatentExpertTransformer`.
         frozen_weights: As `TransformerStepper`.
-        capabilities: As `TransformerStepper`.
+        capabilities: As `TransformerStepper`; `latent_experts` is always the model's K.
     """
+
+    @property
+    def capabilities(self) -> StepCapabilities:
+        return dataclasses.replace(self._capabilities, latent_experts=self.model.num_experts)
 
     def _step_tokens(self, token_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
         """BOS at index 0 becomes expert 0's token; every other id is itself."""

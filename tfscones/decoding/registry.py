@@ -1,0 +1,166 @@
+"""The decoders by name: what `Search`, `tfscones translate` and the SavedModel choose from.
+
+A decoder is one module that ends with one `register(Decoder(...))`: its name, its settings (a
+frozen dataclass whose fields are declared with `setting`, checked in its `__post_init__`), the
+function that runs it and returns an `NBest`, and how many hypotheses and decoder rows it gives
+each sentence. Everything else reads the registry: `Search("beam", beam_size=8)` builds and
+checks the settings of the decoder named, `tfscones translate` makes a flag of every setting
+(`--search beam --beam 8`), and a `tfscones.serving.TranslationModule` makes a signature of any
+`Search`, sizing its memory check by the rows a sentence takes.
+
+Example, a decoder that always returns the empty translation:
+```python
+@dataclasses.dataclass(frozen=True)
+class EmptySettings:
+    pass
+
+def decode_empty(stepper, source_ids, settings, limits, jit_compile):
+    batch = tf.shape(source_ids)[0]
+    ids = tf.fill([batch, 1, 1], EOS_ID)
+    zeros = tf.zeros([batch, 1])
+    return NBest(ids, tf.ones([batch, 1], tf.int32), zeros, zeros)
+
+register(Decoder("empty", "the empty translation", EmptySettings, decode_empty))
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from tfscones.decoding.common import OutputLimits
+
+
+class NBest(NamedTuple):
+    """Hypotheses per sentence, best (or, for sampling, first drawn) first.
+
+    Attributes:
+        ids: int32 `[batch, num_hypotheses, max_output_length]`, EOS included, then PAD (0).
+        lengths: int32 `[batch, num_hypotheses]`, tokens per hypothesis, EOS included (0 for an
+            empty slot, which only a sparse entmax head can leave).
+        scores: float32 `[batch, num_hypotheses]`: the search's ranking score (the sum of the
+            head's log-scores, divided by the length penalty if there is one).
+        log_scores: float32 `[batch, num_hypotheses]`: the sum of the head's log-scores of each
+            hypothesis' tokens, EOS included (`scores` without the length penalty).
+    """
+
+    ids: tf.Tensor
+    lengths: tf.Tensor
+    scores: tf.Tensor
+    log_scores: tf.Tensor
+
+
+def setting(default: Any, flag: str | None, help: str) -> Any:  # noqa: A002 (argparse's name)
+    """A field of a decoder's settings: its default, its command-line flag and its help.
+
+    Args:
+        default: The value when none is given (its type is the flag's type).
+        flag: The `tfscones translate` flag that sets it; None for one the command sets itself
+            (`num_hypotheses`, from `--nbest`).
+        help: One line for `--help`.
+    """
+    return dataclasses.field(default=default, metadata={"flag": flag, "help": help})
+
+
+def one_per_sentence(settings: Any, stepper: Any) -> int:
+    """One hypothesis (or one decoder row) per sentence, whatever the settings."""
+    return 1
+
+
+def settings_count(settings: Any, stepper: Any) -> int:
+    """The settings' `num_hypotheses`."""
+    return settings.num_hypotheses
+
+
+def decoder_arguments(settings: Any, limits: OutputLimits) -> dict[str, Any]:
+    """The settings' fields and the limits, as keyword arguments of a decoding function."""
+    return {**dataclasses.asdict(settings), **limits.arguments()}
+
+
+Decode = Callable[[Any, tf.Tensor, Any, OutputLimits, bool], NBest]
+PerSentence = Callable[[Any, Any], int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Decoder:
+    """A registered decoder.
+
+    Attributes:
+        name: What `Search(name)` and `--search name` call it.
+        summary: One line for `--help`.
+        settings: A frozen dataclass of its settings (fields made with `setting`); its
+            `__post_init__` refuses values out of range with a `ValueError` naming them.
+        decode: `decode(stepper, source_ids, settings, limits, jit_compile) -> NBest`, on a
+            `tfscones.models.stepping.StepModel` and int32 source ids `[batch, length]`.
+        hypotheses: `hypotheses(settings, stepper)`, the hypotheses it returns per sentence;
+            raises a `ValueError` for a model it cannot decode.
+        rows_per_sentence: `rows_per_sentence(settings, stepper)`, the decoder rows (beams,
+            samples, experts) a sentence takes at once: what its memory grows with.
+    """
+
+    name: str
+    summary: str
+    settings: type
+    decode: Decode
+    hypotheses: PerSentence = one_per_sentence
+    rows_per_sentence: PerSentence = one_per_sentence
+
+    def make_settings(self, values: dict[str, Any]) -> Any:
+        """Its settings from `values`, the defaults for the rest.
+
+        Raises:
+            ValueError: Naming a setting it does not have, or one out of range.
+        """
+        known = {field.name for field in dataclasses.fields(self.settings)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(
+                f"{self.name} search has no setting {', '.join(unknown)}; its settings: "
+                f"{', '.join(sorted(known)) or 'none'}."
+            )
+        return self.settings(**values)
+
+
+_DECODERS: dict[str, Decoder] = {}
+
+
+def register(decoder: Decoder) -> Decoder:
+    """Adds a decoder under its name and returns it.
+
+    Raises:
+        ValueError: If another decoder has the name.
+    """
+    if decoder.name in _DECODERS and _DECODERS[decoder.name] != decoder:
+        raise ValueError(f"a decoder named {decoder.name!r} is registered already.")
+    _DECODERS[decoder.name] = decoder
+    return decoder
+
+
+def decoder_named(name: str) -> Decoder:
+    """The registered decoder called `name`.
+
+    Raises:
+        ValueError: Listing the registered names, if none is called `name`.
+    """
+    if name not in _DECODERS:
+        raise ValueError(f"unknown search method {name!r}; methods: {', '.join(decoder_names())}.")
+    return _DECODERS[name]
+
+
+def decoder_names() -> tuple[str, ...]:
+    """The registered decoders' names, in registration order."""
+    return tuple(_DECODERS)
+
+
+def decoders() -> tuple[Decoder, ...]:
+    """The registered decoders, in registration order."""
+    return tuple(_DECODERS.values())
+
+
+def settings_fields(decoder: Decoder) -> tuple[dataclasses.Field, ...]:
+    """The fields of a decoder's settings."""
+    return dataclasses.fields(decoder.settings)

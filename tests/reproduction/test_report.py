@@ -76,6 +76,10 @@ def write_run(out_dir, run, scores) -> None:
         "machine": {"description": "Test CPU, 2 cores"},
         "load_average": {"start": 0.1, "end": 2.0},
     }
+    if run.config.startswith("multi30k_softmax"):  # runs of older code recorded no version
+        results["code"] = {"commit": "0123456789abcdef", "modified": run.seed == 2}
+    if run.config.startswith("multi30k_scones") and run.seed == 2:
+        results["resumed_after_minutes"] = 20.0
     (folder / "results.json").write_text(json.dumps(results))
     (folder / "history.csv").write_text("epoch,loss,val_bleu\n0,4.0,20.0\n1,3.0,\n")
     evaluation = {"greedy": {"bleu": greedy, "chrf": 60.0}, "beam4": {"bleu": beam4, "chrf": 61}}
@@ -127,7 +131,16 @@ def test_the_quality_tables_hold_each_run_and_the_seed_spread(results_dir, tmp_p
     assert "Seed spread: 0.4 greedy test BLEU" in page
     assert "α chosen on dev: 0.5." in page
     assert "| multi30k-softmax-seed1 | 1 | 3,200 | 38.0 | 64 min | 0.83 |" in page
-    assert "Test CPU, 2 cores; load 0.1 → 2.0" in page
+    assert "Test CPU, 2 cores; load 0.1 → 2.0 | 0123456 |" in page
+    assert (
+        "| multi30k-softmax-seed2 | 2 | 3,200 | 37.5 | 64 min | 0.83 | Test CPU, 2 cores; "
+        "load 0.1 → 2.0 | 0123456 (modified) |" in page
+    )
+    assert "load 0.1 → 2.0; resumed | not recorded |" in page  # SCONES α=0.5, seed 2
+    assert (
+        "| multi30k-scones-a0.2-seed1 | 1 | 3,200 | 37.0 | 64 min | 0.83 | Test CPU, 2 cores; "
+        "load 0.1 → 2.0 | not recorded |" in page
+    )
     assert "tfscones reproduce scones --data ../shared/data --out docs/reproduction" in page
 
 

@@ -101,8 +101,8 @@ def _runs_section(records: dict[str, list[RunRecord]]) -> list[str]:
     lines = [
         "## The runs",
         "",
-        "| run | seed | steps | best dev BLEU | wall time | steps/s overall | machine |",
-        "|---|---|---|---|---|---|---|",
+        "| run | seed | steps | best dev BLEU | wall time | steps/s overall | machine | code |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     seen = set()
     for plan_records in records.values():
@@ -124,7 +124,7 @@ def _runs_section(records: dict[str, list[RunRecord]]) -> list[str]:
 def _run_row(record: RunRecord) -> str:
     run, results = record.run, record.results
     if results is None:
-        return f"| {run.name} | {run.seed} | not run yet | | | | |"
+        return f"| {run.name} | {run.seed} | not run yet | | | | | |"
     seconds = 60 * results["train_minutes"]
     machine = results.get("machine", {})
     where = machine.get("description", "not recorded") if machine else "not recorded"
@@ -135,8 +135,16 @@ def _run_row(record: RunRecord) -> str:
         where += "; resumed"
     return (
         f"| {run.name} | {run.seed} | {results['steps']:,} | {results['best_dev_bleu']:.1f} "
-        f"| {_minutes(seconds)} | {results['steps'] / seconds:.2f} | {where} |"
+        f"| {_minutes(seconds)} | {results['steps'] / seconds:.2f} | {where} "
+        f"| {_code_version(results.get('code'))} |"
     )
+
+
+def _code_version(code: dict | None) -> str:
+    """The commit a run trained with (`tfscones.training.machine.code_version`)."""
+    if not code or not code.get("commit"):
+        return "not recorded"
+    return code["commit"][:7] + (" (modified)" if code.get("modified") else "")
 
 
 def _minutes(seconds: float) -> str:

@@ -1,7 +1,7 @@
 """The `tfscones` command: one installed program, a subcommand per job.
 
     tfscones train --config demo_softmax training.max_minutes=5
-    tfscones translate --run runs/demo-softmax --beam 4 < sentences.de
+    tfscones translate --run runs/demo-softmax --search beam < sentences.de
     tfscones export --run runs/demo-softmax --out exports/demo/1
     tfscones analyze | diversity | synthetic | temperature-table | demo ...
 

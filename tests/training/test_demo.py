@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from tfscones.commands import demo
+from tfscones.commands import translate as translate_command
+from tfscones.decoding import Search
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -74,3 +76,10 @@ def test_the_demos_time_rounds_to_whole_seconds_before_splitting_minutes():
     assert demo.minutes_and_seconds(479.6) == "8 min 0 s"
     assert demo.minutes_and_seconds(59.4) == "0 min 59 s"
     assert demo.minutes_and_seconds(125.0) == "2 min 5 s"
+
+
+def test_the_suggested_translate_command_parses(tmp_path):
+    (tmp_path / "model.keras").touch()
+    (tmp_path / "spm.model").touch()
+    arguments = translate_command.parse_arguments(demo.translate_arguments(tmp_path))
+    assert arguments.search == Search("beam", beam_size=4)

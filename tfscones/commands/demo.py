@@ -19,7 +19,7 @@ SavedModel's `translate` (greedy) and `translate_beam` (beam 4) signatures: the 
 `export/serving/README.md` puts behind TF Serving.
 
 The demo starts its two runs afresh (it deletes `runs/demo-softmax` and `runs/demo-scones-a0.5`
-first); `tfscones translate --run runs/demo-scones-a0.5 [--beam 4]` translates with a
+first); `tfscones translate --run runs/demo-scones-a0.5 [--search beam]` translates with a
 trained model afterwards.
 """
 
@@ -88,10 +88,15 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     sources, references = test_set(configs[EXPORTED])
     print_examples(models, configs[EXPORTED].run_dir, sources[:EXAMPLES], references[:EXAMPLES])
     print(f"\nThe demo took {minutes_and_seconds(time.monotonic() - started)}.")
+    arguments = " ".join(translate_arguments(configs[EXPORTED].run_dir))
     print(
-        f"Translate your own sentences: {tfscones_command()} translate "
-        f"--run {configs[EXPORTED].run_dir} --beam 4 < sentences.de"
+        f"Translate your own sentences: {tfscones_command()} translate {arguments} < sentences.de"
     )
+
+
+def translate_arguments(run_dir: Path) -> list[str]:
+    """The `tfscones translate` arguments the demo suggests: beam 4 with the run's model."""
+    return ["--run", str(run_dir), "--search", "beam", "--beam", "4"]
 
 
 def tfscones_command() -> str:

@@ -99,9 +99,14 @@ def export_modules(model, tokenizer, folder: Path, beam_sizes) -> dict[int, obje
 
 
 def load_baseline(folder: Path) -> dict[int, object]:
-    """A SavedModel exported elsewhere, under its beam size (from its export record)."""
+    """A SavedModel exported elsewhere, under its beam size (from its export record).
+
+    The baseline is usually older code's export: records before the decoder registry hold the
+    beam size at the top, later ones under their `translate_beam` search.
+    """
     info = json.loads((folder / "assets.extra" / "tfscones_export.json").read_text())
-    beam_size = info["searches"]["translate_beam"]["beam_size"]
+    searches = info.get("searches")
+    beam_size = searches["translate_beam"]["beam_size"] if searches else info["beam_size"]
     return {int(beam_size): tf.saved_model.load(str(folder))}
 
 

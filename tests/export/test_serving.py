@@ -98,6 +98,7 @@ def test_translate_ids_rejects_ids_outside_the_vocabulary_and_overlong_rows(modu
 
 
 def test_empty_and_blank_sources_translate_to_the_empty_string(module, sentences):
+    """As in the library: one hypothesis, the empty one, score 0; other n-best slots -inf."""
     mixed = ["", sentences[0], "   ", sentences[1], "\t \u3000\n"]
     for name in ("translate", "translate_beam", "nbest"):
         output = getattr(module, name)(tf.constant(mixed))
@@ -105,7 +106,10 @@ def test_empty_and_blank_sources_translate_to_the_empty_string(module, sentences
 
         translations, scores = output["translations"].numpy(), output["scores"].numpy()
         assert np.all(translations[0::2] == b""), name
-        np.testing.assert_array_equal(scores[0::2], 0.0)
+        scores = scores[0::2].reshape(3, -1)
+        np.testing.assert_array_equal(scores[:, 0], 0.0)
+        np.testing.assert_array_equal(scores[:, 1:], -np.inf)
+        np.testing.assert_array_equal(output["log_scores"].numpy()[0::2].reshape(3, -1), scores)
         np.testing.assert_array_equal(translations[1::2], alone["translations"].numpy())
 
 

@@ -40,9 +40,11 @@ Request limits (`RequestLimits`), fixed when the module is built:
 Defined results for odd inputs: invalid UTF-8 is repaired first (each bad byte sequence becomes
 U+FFFD), so it tokenises like any text; an empty or whitespace-only source translates to the
 empty string with score 0 in every signature, as in `tfscones translate` and the library
-(`tfscones.decoding.common.has_text`); `translate_ids` reads a row up to its first EOS
-(included) or its first PAD, so whatever follows (padding added by a batching server, for
-example) is ignored, and a row that starts with either is empty: ids EOS alone, score 0.
+(`Search.decode` decides it for all of them: `tfscones.decoding.search.blank_empty_sources`);
+in an n-best signature its other slots are empty, with score -inf, as a sparse head's unfilled
+slots are. `translate_ids` reads a row up to its first EOS (included) or its first PAD, so
+whatever follows (padding added by a batching server, for example) is ignored, and a row that
+starts with either is empty: ids EOS alone, score 0.
 """
 
 from __future__ import annotations
@@ -57,9 +59,7 @@ import tensorflow as tf
 from tfscones import ranges
 from tfscones.data.preprocessing import append_eos
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
-from tfscones.decoding import common
 from tfscones.decoding.common import OutputLimits
-from tfscones.decoding.greedy import greedy_decode
 from tfscones.decoding.registry import NBest
 from tfscones.decoding.scoring import teacher_forced
 from tfscones.decoding.search import Search
@@ -275,6 +275,11 @@ class TranslationModule(tf.Module):
         """Names of the signatures, the first search's (the default one) first."""
         return (*self.searches, *self.FIXED_SIGNATURES)
 
+    @property
+    def endpoints(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
+        """Each signature's name and `tf.function`, the default signature first."""
+        return {name: getattr(self, name) for name in self.signature_names}
+
     def _checked_searches(self, searches: Mapping[str, Search]) -> dict[str, Search]:
         """The searches with the request's output limits, the experts' added for such models."""
         searches = dict(searches)
@@ -310,9 +315,9 @@ class TranslationModule(tf.Module):
             if single:
                 output = NBest(*(tensor[:, 0] for tensor in output))
             return {
-                "translations": self._texts(output.ids, sources.has_text),
-                "scores": _blank(output.scores, sources.has_text, 0.0),
-                "log_scores": _blank(output.log_scores, sources.has_text, 0.0),
+                "translations": self._texts(output.ids),
+                "scores": output.scores,
+                "log_scores": output.log_scores,
                 "source_truncated": sources.truncated,
             }
 
@@ -333,12 +338,11 @@ class TranslationModule(tf.Module):
         """
         with tf.control_dependencies(self._check_ids(source_ids)):
             source_ids = _cut_after_end(source_ids)
-        output = greedy_decode(self.decoding_model, source_ids, **self.limits.output.arguments())
-        text = common.has_text(source_ids)
+        output = Search(limits=self.limits.output).decode(self.decoding_model, source_ids)
         return {
-            "ids": _blank(output.ids, text, tf.one_hot(0, tf.shape(output.ids)[1], EOS_ID, PAD_ID)),
-            "lengths": _blank(output.lengths, text, 1),
-            "scores": _blank(output.scores, text, 0.0),
+            "ids": output.ids[:, 0],
+            "lengths": output.lengths[:, 0],
+            "scores": output.scores[:, 0],
         }
 
     @tf.function(input_signature=[_STRINGS, _STRINGS], autograph=False)
@@ -410,11 +414,11 @@ class TranslationModule(tf.Module):
         ]
 
     def _source_ids(self, source: tf.Tensor) -> Sources:
-        """Dense source ids `[batch, length]`, whether each has a piece, whether it was cut."""
+        """Dense source ids `[batch, length]` and whether each source was cut."""
         with tf.control_dependencies([self._check_batch_size(tf.size(source))]):
             tokenised = self._tokenised(source, self.limits.max_source_tokens)
         ids = tokenised.ids.to_tensor(default_value=PAD_ID)
-        return Sources(ids, common.has_text(ids), tokenised.truncated)
+        return Sources(ids, tokenised.truncated)
 
     def _tokenised(self, strings: tf.Tensor, max_tokens: int) -> Sources:
         """Ragged ids (pieces then EOS, at most `max_tokens`) and whether a string was cut.
@@ -426,12 +430,12 @@ class TranslationModule(tf.Module):
         pieces = self.tokenizer.tokenize(text)
         tokens_cut = pieces.row_lengths() > max_tokens - 1
         ids = append_eos(pieces, max_tokens)
-        return Sources(ids, None, characters_cut | tokens_cut)
+        return Sources(ids, characters_cut | tokens_cut)
 
-    def _texts(self, ids: tf.Tensor, has_text: tf.Tensor) -> tf.Tensor:
-        """Detokenised ids `[batch, ..., length]`, empty where the source was empty."""
+    def _texts(self, ids: tf.Tensor) -> tf.Tensor:
+        """Detokenised ids `[batch, ..., length]`."""
         rows = self.tokenizer.detokenize(tf.reshape(ids, [-1, tf.shape(ids)[-1]]))
-        return _blank(tf.reshape(rows, tf.shape(ids)[:-1]), has_text, "")
+        return tf.reshape(rows, tf.shape(ids)[:-1])
 
 
 class Sources(NamedTuple):
@@ -439,19 +443,11 @@ class Sources(NamedTuple):
 
     Attributes:
         ids: int32 ids, pieces then EOS (dense `[batch, length]` or ragged).
-        has_text: bool `[batch]`, whether a source has a piece (None for targets).
         truncated: bool `[batch]`, whether a string was longer than the limits and cut.
     """
 
     ids: tf.Tensor | tf.RaggedTensor
-    has_text: tf.Tensor | None
     truncated: tf.Tensor
-
-
-def _blank(values: tf.Tensor, has_text: tf.Tensor, empty: Any) -> tf.Tensor:
-    """`values` `[batch, ...]`, with `empty` in the rows whose source has no text."""
-    mask = tf.reshape(has_text, [-1] + [1] * (values.shape.rank - 1))
-    return tf.where(mask, values, empty)
 
 
 def _clean_text(strings: tf.Tensor, limits: RequestLimits) -> tuple[tf.Tensor, tf.Tensor]:

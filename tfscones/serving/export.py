@@ -139,8 +139,7 @@ def write_savedmodel(module: TranslationModule, out: Path) -> None:
     archive = keras.export.ExportArchive()
     archive.track(module.model)
     archive.track(module.tokenizer)
-    for name in module.signature_names:
-        function = getattr(module, name)
+    for name, function in module.endpoints.items():
         function.get_concrete_function()
         archive.add_endpoint(name, function)
     with staged_folder(out) as staging:

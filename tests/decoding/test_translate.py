@@ -174,6 +174,12 @@ def test_search_rejects_bad_settings():
         Search("beam", top_k=3)
 
 
+def test_a_search_refuses_a_model_it_cannot_decode_before_decoding(tokenizer):
+    model = CopyModel(tokenizer.vocab_size, max_sequence_length=8)
+    with pytest.raises(ValueError, match="the experts search needs a model with latent experts"):
+        Search("experts").decode(model, tf.constant([[5, EOS_ID]]))
+
+
 @pytest.mark.parametrize(
     "settings, message",
     [

@@ -249,7 +249,6 @@ def _latent_experts(settings: ExpertSettings, stepper: Any) -> int:
 
 
 def _experts_nbest(stepper, source_ids, settings: ExpertSettings, limits, jit_compile) -> NBest:
-    _latent_experts(settings, stepper)
     if not isinstance(stepper, ParallelExperts):
         stepper = ParallelExperts(stepper.model, stepper)
     return decode_experts(stepper, source_ids, Search(limits=limits), jit_compile=jit_compile)

@@ -86,8 +86,12 @@ class Search:
 
         Returns:
             `NBest` with `hypotheses(model)` hypotheses per sentence.
+
+        Raises:
+            ValueError: If the decoder cannot decode the model (see `hypotheses`).
         """
         stepper = model.stepper()
+        self.decoder.hypotheses(self.settings, stepper)
         source_ids = tf.convert_to_tensor(source_ids, tf.int32)
         output = self.decoder.decode(stepper, source_ids, self.settings, self.limits, jit_compile)
         return blank_empty_sources(output, source_ids)

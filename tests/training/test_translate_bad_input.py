@@ -78,15 +78,22 @@ def test_files_that_are_no_model_or_vocabulary_are_named(run_dir, tmp_path):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--search", "beam", "--beam", "-2"], "beam_size must be a whole number in [1, inf)"),
-        (["--search", "sample", "--temperature", "0"], "temperature must be a finite number"),
-        (["--search", "sample", "--top-p", "1.5"], "top_p must be a finite number in (0, 1]"),
-        (["--search", "sample", "--top-k", "-1"], "top_k must be a whole number in [0, inf)"),
+        (
+            ["--search", "beam", "--beam", "-2"],
+            "--beam must be a whole number in [1, inf) (got -2)",
+        ),
+        (["--search", "sample", "--temperature", "0"], "--temperature must be a finite number"),
+        (["--search", "sample", "--top-p", "1.5"], "--top-p must be a finite number in (0, 1]"),
+        (["--search", "sample", "--top-k", "-1"], "--top-k must be a whole number in [0, inf)"),
         (
             ["--search", "beam", "--length-penalty", "-1"],
-            "length_penalty must be a finite number in [0, inf)",
+            "--length-penalty must be a finite number in [0, inf)",
         ),
-        (["--search", "diverse_beam", "--groups", "3"], "must be a multiple of num_groups (3)"),
+        (["--search", "diverse_beam", "--groups", "3"], "must be a multiple of --groups (3)"),
+        (
+            ["--search", "beam", "--beam", "2", "--nbest", "3"],
+            "--nbest must be a whole number in [1, 2] (got 3)",
+        ),
         (["--beam", "4"], "--beam is a setting of beam and diverse_beam search, not of greedy"),
         (["--search", "sample", "--groups", "2"], "--groups is a setting of diverse_beam"),
         (["--nbest", "2"], "--nbest above 1 needs a search of several hypotheses, not greedy"),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 from pathlib import Path
 
@@ -99,7 +100,7 @@ def setting_flags() -> dict[str, tuple[dataclasses.Field, list[str]]]:
     """Each settings flag, with its field and the decoders that read it."""
     flags: dict[str, tuple[dataclasses.Field, list[str]]] = {}
     for decoder in registry.decoders():
-        for field in registry.settings_fields(decoder):
+        for field in dataclasses.fields(decoder.settings):
             flag = field.metadata["flag"]
             if flag:
                 flags.setdefault(flag, (field, []))[1].append(decoder.name)
@@ -113,7 +114,7 @@ def search_from_arguments(arguments: argparse.Namespace) -> Search:
         ValueError: If a flag is not a setting of the chosen search, or a value is out of range.
     """
     decoder = registry.decoder_named(arguments.search)
-    own = {field.name for field in registry.settings_fields(decoder)}
+    own = {field.name for field in dataclasses.fields(decoder.settings)}
     settings = {}
     for flag, (field, readers) in setting_flags().items():
         value = getattr(arguments, field.name)
@@ -125,13 +126,25 @@ def search_from_arguments(arguments: argparse.Namespace) -> Search:
                 f"{decoder.name}: add --search {readers[0]}"
             )
         settings[field.name] = value
-    if "num_hypotheses" in own:
-        settings["num_hypotheses"] = max(arguments.nbest, 1)
+    if registry.HYPOTHESES_SETTING in own:
+        settings[registry.HYPOTHESES_SETTING] = max(arguments.nbest, 1)
     elif arguments.nbest > 1:
         raise ValueError(
             f"--nbest above 1 needs a search of several hypotheses, not {decoder.name}"
         )
-    return Search(decoder.name, **settings)
+    try:
+        return Search(decoder.name, **settings)
+    except ValueError as error:
+        raise ValueError(named_by_flags(str(error))) from None
+
+
+def named_by_flags(message: str) -> str:
+    """`message` with every setting's name replaced by its flag (`beam_size` -> `--beam`)."""
+    flags = {field.name: flag for flag, (field, _) in setting_flags().items()}
+    flags[registry.HYPOTHESES_SETTING] = "--nbest"
+    for name, flag in flags.items():
+        message = re.sub(rf"\b{name}\b", flag, message)
+    return message
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:

@@ -60,7 +60,7 @@ def setting(default: Any, flag: str | None, help: str) -> Any:  # noqa: A002 (ar
     Args:
         default: The value when none is given (its type is the flag's type).
         flag: The `tfscones translate` flag that sets it; None for one the command sets itself
-            (`num_hypotheses`, from `--nbest`).
+            (`HYPOTHESES_SETTING`, from `--nbest`).
         help: One line for `--help`.
     """
     return dataclasses.field(default=default, metadata={"flag": flag, "help": help})
@@ -71,9 +71,13 @@ def one_per_sentence(settings: Any, stepper: Any) -> int:
     return 1
 
 
+HYPOTHESES_SETTING = "num_hypotheses"
+"""The setting, in a decoder of several hypotheses, of how many it returns (`--nbest`)."""
+
+
 def settings_count(settings: Any, stepper: Any) -> int:
-    """The settings' `num_hypotheses`."""
-    return settings.num_hypotheses
+    """The settings' `num_hypotheses` (`HYPOTHESES_SETTING`)."""
+    return getattr(settings, HYPOTHESES_SETTING)
 
 
 def decoder_arguments(settings: Any, limits: OutputLimits) -> dict[str, Any]:
@@ -152,15 +156,10 @@ def decoder_named(name: str) -> Decoder:
 
 
 def decoder_names() -> tuple[str, ...]:
-    """The registered decoders' names, in registration order."""
-    return tuple(_DECODERS)
+    """The registered decoders' names, in alphabetical order."""
+    return tuple(sorted(_DECODERS))
 
 
 def decoders() -> tuple[Decoder, ...]:
-    """The registered decoders, in registration order."""
-    return tuple(_DECODERS.values())
-
-
-def settings_fields(decoder: Decoder) -> tuple[dataclasses.Field, ...]:
-    """The fields of a decoder's settings."""
-    return dataclasses.fields(decoder.settings)
+    """The registered decoders, in alphabetical order of their names."""
+    return tuple(_DECODERS[name] for name in decoder_names())

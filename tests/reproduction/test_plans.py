@@ -3,7 +3,14 @@ import json
 import pytest
 
 from tfscones.reproduction import plans
-from tfscones.reproduction.plans import PLANS, PlannedRun, chosen_alpha, scones_run
+from tfscones.reproduction.plans import (
+    PLANS,
+    PlannedRun,
+    chosen_alpha,
+    chosen_on_dev,
+    entmax_run,
+    scones_run,
+)
 from tfscones.training.config import load_config
 
 
@@ -51,6 +58,18 @@ def test_a_tie_on_dev_goes_to_the_smaller_alpha(tmp_path):
     for alpha in plans.SCONES_ALPHAS:
         finish(tmp_path, scones_run(alpha), 30.0 if alpha != 0.2 else 29.0)
     assert chosen_alpha(tmp_path) == 0.5
+
+
+def test_entmax_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(tmp_path):
+    smoothed, unsmoothed = entmax_run(0.1), entmax_run(0.0)
+    assert load_config(smoothed.config).loss.label_smoothing == 0.1
+    assert load_config(unsmoothed.config).loss.label_smoothing == 0.0
+    assert load_config(unsmoothed.config).model.head == load_config(smoothed.config).model.head
+
+    finish(tmp_path, unsmoothed, 31.0)
+    assert chosen_on_dev(tmp_path, [smoothed, unsmoothed]) is None
+    finish(tmp_path, smoothed, 31.0)
+    assert chosen_on_dev(tmp_path, [smoothed, unsmoothed]) == smoothed  # a tie: the recipe's
 
 
 def test_the_softmax_baseline_is_one_run_for_both_multi30k_papers():

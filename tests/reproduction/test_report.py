@@ -24,10 +24,16 @@ SCORES = {
     ("SCONES α=0.5", 1): (39.0, 38.2, 38.4),
     ("SCONES α=0.5", 2): (38.9, 38.0, 38.1),
     ("SCONES α=1.0", 1): (38.5, 37.9, 38.0),
-    ("entmax-1.5", 1): (37.2, 36.7, 37.0),
+    ("entmax-1.5 ε=0.1", 1): (37.2, 36.7, 37.0),
+    ("entmax-1.5 ε=0", 1): (36.9, 36.2, 36.6),
     ("sparsemax", 1): (35.0, 34.0, 34.5),
 }
-EMPTY_RATE = {"softmax": 0.23, "SCONES α=0.5": 0.02, "entmax-1.5": 0.005}
+EMPTY_RATE = {
+    "softmax": 0.23,
+    "SCONES α=0.5": 0.02,
+    "entmax-1.5 ε=0.1": 0.005,
+    "entmax-1.5 ε=0": 0.001,
+}
 
 
 def analysis(label: str, greedy: float, beam4: float) -> dict:
@@ -159,9 +165,15 @@ def test_claims_are_judged_against_the_spread_and_standard_errors(results_dir, t
     assert "SCONES greedy 38.2, softmax beam-4 37.8 (+0.4). Verdict: **agrees**" in page
     # Softmax loses 10 BLEU from beam 4 to 128, SCONES 1.
     assert "Softmax loses 10.0 BLEU, SCONES 1.0. Verdict: **agrees**" in page
-    # Entmax 36.7 against softmax 37.0: -0.3 is within the spread.
-    assert "Greedy BLEU 36.7 against 37.0 (-0.3). Verdict: **agrees**" in page
-    assert "softmax 23.0%, entmax-1.5 0.5% of 1000 sentences. Verdict: **agrees**" in page
+    # Entmax (ε=0.1, best on dev) 36.7 against softmax 37.0: -0.3 is within the spread.
+    assert "ε chosen on dev: 0.1." in page
+    assert "Greedy BLEU 36.7 (entmax-1.5 ε=0.1) against 37.0 (-0.3). Verdict: **agrees**" in page
+    assert "softmax 23.0%, entmax-1.5 ε=0.1 0.5% of 1000 sentences. Verdict: **agrees**" in page
+    # 0.1% against 0.5% of 1,000: a difference of 0.4 points, below two standard errors (0.5).
+    assert (
+        "Empty translation above beam-4: entmax-1.5 ε=0 0.1%, entmax-1.5 ε=0.1 0.5% of 1000 "
+        "sentences. Verdict: **too small to tell**" in page
+    )
     assert "Smallest share of wins 4.0% of 5 experts. Verdict: **disagrees**" in page
 
 
@@ -171,6 +183,7 @@ def test_targets_say_met_or_missed_with_the_mean_of_the_seeds(results_dir, tmp_p
     assert "| softmax greedy test BLEU, mean of seeds ≥ 37.0 | 36.8 | missed |" in page
     assert "| SCONES (α by dev) greedy test BLEU, mean of seeds ≥ 37.5 | 38.1 | met |" in page
     assert "| sparsemax greedy test BLEU ≥ 35.0 | 34.0 | missed |" in page
+    assert "| entmax-1.5 (ε by dev) greedy test BLEU ≥ 36.5 | 36.7 | met |" in page
     assert "in < 1% of test sentences | 0.5% | met |" in page
     assert "| hard-MoE: best expert's BLEU within 1.5 of softmax greedy | -1.0 | met |" in page
     assert "| hard-MoE: pairwise BLEU below beam n-best's | -25.0 | met |" in page
@@ -205,3 +218,16 @@ def test_until_alpha_is_chosen_the_best_finished_scones_run_on_dev_stands_in(res
     assert "until then the claims are judged with SCONES α=0.5, the best on dev so far." in page
     assert "Greedy BLEU 38.2 against 37.0 (+1.2)." in page
     assert "| multi30k-tanh-seed1 |" not in page
+
+
+def test_until_smoothing_is_chosen_the_finished_entmax_run_stands_in(results_dir, tmp_path):
+    for path in (results_dir / "multi30k-entmax15-seed1").iterdir():
+        path.unlink()
+    (results_dir / "multi30k-entmax15-seed1").rmdir()
+
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    assert "until then the claims are judged with entmax-1.5 ε=0, the best on dev so far." in page
+    assert "Greedy BLEU 36.2 (entmax-1.5 ε=0) against 37.0 (-0.8)." in page
+    assert "| entmax-1.5 (ε by dev) greedy test BLEU ≥ 36.5 | 36.2 | missed |" in page
+    assert "Label smoothing makes the empty string" not in page

@@ -8,7 +8,9 @@ the SCONES and entmax reproductions compare with is one run.
 
 The SCONES plan chooses α on the dev set: the SCONES run with the best dev BLEU among
 α ∈ {0.2, 0.5, 1.0} (seed 1) names the α of the tanh run, which therefore can only be planned
-once those three have finished (`Plan.runs` leaves it out until then).
+once those three have finished (`Plan.runs` leaves it out until then). The entmax plan trains
+entmax-1.5 with Fenchel-Young label smoothing ε ∈ {0.1, 0} and judges Peters & Martins's claims
+with the one best on dev (`chosen_on_dev`).
 
 The `demo` plan is no paper's: it trains the two configs of `tfscones demo` for fixed step
 budgets, so that the demo, bounded by minutes, can say what its step count should give.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tfscones.run_folder import RunFolder
@@ -30,6 +32,7 @@ MULTI30K_FILES = {
 }
 DEFAULT_DATA_DIR = "../shared/data"
 SCONES_ALPHAS = (0.2, 0.5, 1.0)
+ENTMAX_SMOOTHING = (0.1, 0.0)
 SPREAD_SEEDS = (1, 2)
 MOE_EXPERTS = 5
 MOE_STEPS = 3000
@@ -125,18 +128,36 @@ def scones_run(alpha: float, seed: int = 1) -> PlannedRun:
     return PlannedRun(f"multi30k_scones_a{alpha}", seed, f"SCONES α={alpha}")
 
 
-def chosen_alpha(out_dir: Path) -> float | None:
-    """The SCONES α with the best dev BLEU (seed 1), or None until every α has finished.
+def entmax_run(smoothing: float) -> PlannedRun:
+    """entmax-1.5 with label smoothing ε: the recipe's 0.1 (`multi30k_entmax15`) or 0."""
+    config = "multi30k_entmax15" if smoothing else "multi30k_entmax15_ls0"
+    return PlannedRun(config, 1, f"entmax-1.5 ε={smoothing:g}")
 
-    Ties go to the smaller α, the first in `SCONES_ALPHAS`.
-    """
+
+def best_on_dev_so_far(out_dir: Path, runs: Sequence[PlannedRun]) -> PlannedRun | None:
+    """The finished run with the best dev BLEU (ties go to the earlier); None if none finished."""
     dev_bleu = {}
-    for alpha in SCONES_ALPHAS:
-        results = finished_results(out_dir, scones_run(alpha))
-        if results is None:
-            return None
-        dev_bleu[alpha] = results["best_dev_bleu"]
-    return max(SCONES_ALPHAS, key=lambda alpha: (dev_bleu[alpha], -alpha))
+    for run in runs:
+        results = finished_results(out_dir, run)
+        if results is not None:
+            dev_bleu[run] = results["best_dev_bleu"]
+    return max(dev_bleu, key=dev_bleu.get, default=None)
+
+
+def chosen_on_dev(out_dir: Path, runs: Sequence[PlannedRun]) -> PlannedRun | None:
+    """The run with the best dev BLEU, or None until every one has finished.
+
+    Ties go to the earlier run: the smaller α, the recipe's label smoothing.
+    """
+    if any(finished_results(out_dir, run) is None for run in runs):
+        return None
+    return best_on_dev_so_far(out_dir, runs)
+
+
+def chosen_alpha(out_dir: Path) -> float | None:
+    """The SCONES α with the best dev BLEU (seed 1), or None until every α has finished."""
+    alphas = {scones_run(alpha): alpha for alpha in SCONES_ALPHAS}
+    return alphas.get(chosen_on_dev(out_dir, list(alphas)))
 
 
 def tanh_run_at_chosen_alpha(out_dir: Path) -> tuple[PlannedRun, ...]:
@@ -164,7 +185,7 @@ ENTMAX = Plan(
     title="Peters & Martins (2021), sparse entmax and Fenchel-Young label smoothing",
     fixed_runs=(
         SOFTMAX,
-        PlannedRun("multi30k_entmax15", 1, "entmax-1.5"),
+        *(entmax_run(smoothing) for smoothing in ENTMAX_SMOOTHING),
         PlannedRun("multi30k_sparsemax", 1, "sparsemax"),
     ),
 )

@@ -23,12 +23,17 @@ from tfscones.reproduction.plans import (  # noqa: E402
     DEMO,
     DEMO_STEPS,
     ENTMAX,
+    ENTMAX_SMOOTHING,
     MOE,
     PLANS,
     SCONES,
     SCONES_ALPHAS,
     Plan,
-    chosen_alpha,
+    PlannedRun,
+    best_on_dev_so_far,
+    chosen_on_dev,
+    entmax_run,
+    scones_run,
 )
 from tfscones.reproduction.records import (  # noqa: E402
     RunRecord,
@@ -69,7 +74,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
         *_introduction(folder, str(out)),
         *_runs_section(records),
         *_scones_section(records["scones"], results_dir, spread, figures, folder),
-        *_entmax_section(records["entmax"], spread, figures, folder),
+        *_entmax_section(records["entmax"], results_dir, spread, figures, folder),
         *_moe_section(records["moe"], results_dir, figures, folder),
         *_demo_section(records["demo"], folder),
         "## Targets",
@@ -220,7 +225,6 @@ def _plot(path: Path, draw: Callable[[Path], None], alt: str) -> list[str]:
 
 
 def _scones_section(records, results_dir, spread, figures, folder) -> list[str]:
-    alpha = chosen_alpha(results_dir)
     lines = [
         f"## {SCONES.title}",
         "",
@@ -234,16 +238,9 @@ def _scones_section(records, results_dir, spread, figures, folder) -> list[str]:
         *_dev_curves(records, figures / "scones_dev_bleu.png"),
     ]
     softmax = find(records, "softmax")
-    chosen = find(records, f"SCONES α={alpha}") if alpha else _stand_in(records)
-    if alpha:
-        lines += [f"α chosen on dev: {alpha}.", ""]
-    elif chosen:
-        lines += [
-            f"α chosen on dev: not yet (an α run is missing); until then the claims are judged "
-            f"with {chosen.run.label}, the best on dev so far.",
-            "",
-        ]
-    lines += _scones_claims(softmax, chosen, records, spread)
+    alphas = {scones_run(alpha): alpha for alpha in SCONES_ALPHAS}
+    chosen, choice = _choice(records, results_dir, alphas, "α")
+    lines += choice + _scones_claims(softmax, chosen, records, spread)
     analyses = _analysed(records)
     lines += _analysis_note(records)
     if analyses:
@@ -251,14 +248,32 @@ def _scones_section(records, results_dir, spread, figures, folder) -> list[str]:
     return lines
 
 
-def _stand_in(records: list[RunRecord]) -> RunRecord | None:
-    """The finished seed-1 SCONES run best on dev, standing in for the α not yet chosen."""
-    finished = [
-        r
-        for r in records
-        if r.finished and r.run.seed == 1 and r.run.config.startswith("multi30k_scones")
+def _choice(
+    records: list[RunRecord], results_dir: Path, values: dict[PlannedRun, float], setting: str
+) -> tuple[RunRecord | None, list[str]]:
+    """The record the claims are judged with, and the line that says which and why.
+
+    Args:
+        records: The section's records.
+        results_dir: The reproduction folder.
+        values: The runs chosen between, each with its value of the setting.
+        setting: The setting chosen on dev (`α`).
+
+    Returns:
+        The run chosen on dev, or until every run has finished, the best on dev so far
+        (None if none has finished), and the lines saying so.
+    """
+    chosen = chosen_on_dev(results_dir, list(values))
+    if chosen:
+        return find(records, chosen.label), [f"{setting} chosen on dev: {values[chosen]}.", ""]
+    leading = best_on_dev_so_far(results_dir, list(values))
+    if leading is None:
+        return None, []
+    return find(records, leading.label), [
+        f"{setting} chosen on dev: not yet (an {setting} run is missing); until then the claims "
+        f"are judged with {leading.label}, the best on dev so far.",
+        "",
     ]
-    return max(finished, key=lambda r: r.results["best_dev_bleu"], default=None)
 
 
 def _scones_claims(softmax, chosen, records, spread) -> list[str]:
@@ -374,29 +389,35 @@ def _analysis_tables(analyses: dict, name: str, figures: Path) -> list[str]:
     return lines
 
 
-def _entmax_section(records, spread, figures, folder) -> list[str]:
+def _entmax_section(records, results_dir, spread, figures, folder) -> list[str]:
     lines = [
         f"## {ENTMAX.title}",
         "",
-        "Softmax, entmax-1.5 and sparsemax on the Multi30k recipe of the SCONES section.",
+        "Softmax, entmax-1.5 and sparsemax on the Multi30k recipe of the SCONES section; "
+        "entmax-1.5 with Fenchel-Young label smoothing ε ∈ "
+        f"{{{', '.join(f'{e:g}' for e in ENTMAX_SMOOTHING)}}} (ε chosen on the dev set).",
         "",
         *_command(ENTMAX, folder),
         *_quality_table(records),
     ]
-    softmax, entmax = find(records, "softmax"), find(records, "entmax-1.5")
+    softmax = find(records, "softmax")
+    smoothings = {entmax_run(smoothing): smoothing for smoothing in ENTMAX_SMOOTHING}
+    entmax, choice = _choice(records, results_dir, smoothings, "ε")
+    lines += choice
     claims = []
     if softmax and entmax and softmax.finished and entmax.finished:
         difference = entmax.test_bleu() - softmax.test_bleu()
         claims.append(
             Claim(
                 "Entmax-1.5 translates as well as softmax (Peters & Martins 2021, Table 3).",
-                f"Greedy BLEU {entmax.test_bleu():.1f} against {softmax.test_bleu():.1f} "
-                f"({difference:+.1f}).",
+                f"Greedy BLEU {entmax.test_bleu():.1f} ({entmax.run.label}) against "
+                f"{softmax.test_bleu():.1f} ({difference:+.1f}).",
                 at_least_verdict(difference, spread),
             )
         )
     if softmax and entmax and softmax.analysis and entmax.analysis:
-        claims += _empty_string_claims(softmax.analysis, entmax.analysis)
+        claims += _empty_string_claims(softmax.analysis, entmax.analysis, entmax.run.label)
+    claims += _smoothing_claims([find(records, run.label) for run in smoothings])
     lines += [line for claim in claims for line in claim.lines()]
     if not claims:
         lines.append("Claims: not judged until softmax and entmax-1.5 have finished.")
@@ -407,12 +428,34 @@ def _entmax_section(records, spread, figures, folder) -> list[str]:
     return lines
 
 
-def _empty_string_claims(softmax, entmax) -> list[Claim]:
+def _smoothing_claims(entmax: list[RunRecord | None]) -> list[Claim]:
+    """Table 4: label smoothing makes the empty string outscore the beam output more often.
+
+    Args:
+        entmax: The entmax-1.5 records with label smoothing, then without.
+    """
+    if not all(record and record.analysis for record in entmax):
+        return []
+    smoothed, unsmoothed = entmax
+    rates = [record.analysis.empty_string_rate for record in entmax]
+    sentences = smoothed.analysis.sentences
+    return [
+        Claim(
+            "Label smoothing makes the empty string outscore the beam output more often (Table 4).",
+            f"Empty translation above beam-4: {unsmoothed.run.label} {percent(rates[1])}, "
+            f"{smoothed.run.label} {percent(rates[0])} of {sentences} sentences.",
+            rate_verdict(rates[1], rates[0], sentences),
+        )
+    ]
+
+
+def _empty_string_claims(softmax, entmax, label: str) -> list[Claim]:
     claims = [
         Claim(
             "With entmax the empty string rarely outscores the beam output (Table 4).",
             f"Empty translation above beam-4: softmax {percent(softmax.empty_string_rate)}, "
-            f"entmax-1.5 {percent(entmax.empty_string_rate)} of {softmax.sentences} sentences.",
+            f"{label} {percent(entmax.empty_string_rate)} of {softmax.sentences} "
+            "sentences.",
             rate_verdict(entmax.empty_string_rate, softmax.empty_string_rate, softmax.sentences),
         )
     ]
@@ -421,7 +464,7 @@ def _empty_string_claims(softmax, entmax) -> list[Claim]:
             Claim(
                 "Exact search rarely returns the empty string with entmax (§5.3).",
                 f"Empty exact-search translations: softmax {percent(softmax.exact.empty_fraction)}"
-                f", entmax-1.5 {percent(entmax.exact.empty_fraction)}.",
+                f", {label} {percent(entmax.exact.empty_fraction)}.",
                 rate_verdict(
                     entmax.exact.empty_fraction,
                     softmax.exact.empty_fraction,

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import shutil
 
 import pytest
 import yaml
@@ -208,9 +209,7 @@ def test_a_folder_without_runs_gives_a_page_of_commands(tmp_path):
 
 
 def test_until_alpha_is_chosen_the_best_finished_scones_run_on_dev_stands_in(results_dir, tmp_path):
-    for path in (results_dir / "multi30k-scones-a1.0-seed1").iterdir():
-        path.unlink()
-    (results_dir / "multi30k-scones-a1.0-seed1").rmdir()
+    shutil.rmtree(results_dir / "multi30k-scones-a1.0-seed1")
 
     page = write_report(results_dir, tmp_path / "results.md")
 
@@ -221,9 +220,7 @@ def test_until_alpha_is_chosen_the_best_finished_scones_run_on_dev_stands_in(res
 
 
 def test_until_smoothing_is_chosen_the_finished_entmax_run_stands_in(results_dir, tmp_path):
-    for path in (results_dir / "multi30k-entmax15-seed1").iterdir():
-        path.unlink()
-    (results_dir / "multi30k-entmax15-seed1").rmdir()
+    shutil.rmtree(results_dir / "multi30k-entmax15-seed1")
 
     page = write_report(results_dir, tmp_path / "results.md")
 

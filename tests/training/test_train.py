@@ -183,6 +183,9 @@ def test_ctrl_c_ends_with_where_the_last_backup_is(tiny_overrides, tmp_path):
         env=environment,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as in a terminal, even when the tests run in the background (`make test &`),
+        # where the shell starts them with SIGINT ignored and the run would never see it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     (run_dir / "backup").mkdir(parents=True, exist_ok=True)
     wait_for_backup(run_dir / "backup", process, timeout=300)

@@ -154,6 +154,11 @@ def chosen_on_dev(out_dir: Path, runs: Sequence[PlannedRun]) -> PlannedRun | Non
     return best_on_dev_so_far(out_dir, runs)
 
 
+def judged_on_dev(out_dir: Path, runs: Sequence[PlannedRun]) -> PlannedRun | None:
+    """The run the claims are judged with: chosen on dev, or until then the best so far."""
+    return chosen_on_dev(out_dir, runs) or best_on_dev_so_far(out_dir, runs)
+
+
 def chosen_alpha(out_dir: Path) -> float | None:
     """The SCONES α with the best dev BLEU (seed 1), or None until every α has finished."""
     alphas = {scones_run(alpha): alpha for alpha in SCONES_ALPHAS}

@@ -30,9 +30,9 @@ from tfscones.reproduction.plans import (  # noqa: E402
     SCONES_ALPHAS,
     Plan,
     PlannedRun,
-    best_on_dev_so_far,
     chosen_on_dev,
     entmax_run,
+    judged_on_dev,
     scones_run,
 )
 from tfscones.reproduction.records import (  # noqa: E402
@@ -263,12 +263,11 @@ def _choice(
         The run chosen on dev, or until every run has finished, the best on dev so far
         (None if none has finished), and the lines saying so.
     """
-    chosen = chosen_on_dev(results_dir, list(values))
-    if chosen:
-        return find(records, chosen.label), [f"{setting} chosen on dev: {values[chosen]}.", ""]
-    leading = best_on_dev_so_far(results_dir, list(values))
+    leading = judged_on_dev(results_dir, list(values))
     if leading is None:
         return None, []
+    if chosen_on_dev(results_dir, list(values)):
+        return find(records, leading.label), [f"{setting} chosen on dev: {values[leading]}.", ""]
     return find(records, leading.label), [
         f"{setting} chosen on dev: not yet (an {setting} run is missing); until then the claims "
         f"are judged with {leading.label}, the best on dev so far.",

@@ -18,9 +18,8 @@ from tfscones.reproduction.plans import (
     MOE,
     SCONES_ALPHAS,
     PlannedRun,
-    best_on_dev_so_far,
-    chosen_on_dev,
     entmax_run,
+    judged_on_dev,
     scones_run,
 )
 from tfscones.reproduction.records import RunRecord, find, mean_over_seeds, read_json
@@ -40,21 +39,16 @@ def _mean_greedy(plan: str, config: str):
     return lambda records, results_dir: mean_over_seeds(records[plan], config)
 
 
-def _judged(results_dir: Path, runs: list[PlannedRun]) -> PlannedRun | None:
-    """The run chosen on dev, or until every run has finished, the best on dev so far."""
-    return chosen_on_dev(results_dir, runs) or best_on_dev_so_far(results_dir, runs)
-
-
 def _chosen_greedy(plan: str, runs: list[PlannedRun]):
     def value(records, results_dir):
-        chosen = _judged(results_dir, runs)
+        chosen = judged_on_dev(results_dir, runs)
         return mean_over_seeds(records[plan], chosen.config) if chosen else None
 
     return value
 
 
 def _entmax_empty_rate(records, results_dir):
-    chosen = _judged(results_dir, [entmax_run(smoothing) for smoothing in ENTMAX_SMOOTHING])
+    chosen = judged_on_dev(results_dir, [entmax_run(smoothing) for smoothing in ENTMAX_SMOOTHING])
     entmax = find(records["entmax"], chosen.label) if chosen else None
     return entmax.analysis.empty_string_rate if entmax and entmax.analysis else None
 

@@ -33,6 +33,14 @@ def test_every_subcommand_parses_its_arguments_under_its_own_name(name, capsys):
     assert capsys.readouterr().out.startswith(f"usage: tfscones {name}")
 
 
+def test_translate_help_names_each_setting_by_its_flag(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["translate", "--help"])
+    usage = capsys.readouterr().out
+    assert "[--beam BEAM]" in usage and "[--length-penalty LENGTH_PENALTY]" in usage
+    assert "BEAM_SIZE" not in usage
+
+
 def test_train_lists_the_shipped_configs(capsys):
     cli.main(["train", "--list-configs"])
     assert {"demo_softmax", "demo_scones_a0.5", "multi30k_softmax"} <= set(

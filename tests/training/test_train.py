@@ -48,6 +48,7 @@ def test_training_writes_checkpoints_logs_results_and_translates(tiny_overrides,
     assert results["steps"] == 3
     assert json.loads((run_dir / "results.json").read_text())["steps"] == 3
     assert "averaged_dev_bleu" in results
+    assert "resumed_after_minutes" not in results  # it ran in one call
     assert [p.name for p in (run_dir / "checkpoints").glob("epoch-*")] != []
     assert 0.0 <= results["test_bleu"] <= 100.0 and results["best_dev_bleu"] >= 0.0
     run = RunFolder(run_dir)  # the layout every reader of a run folder relies on

@@ -90,6 +90,7 @@ def add_search_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(
             flag,
             dest=field.name,
+            metavar=flag.removeprefix("--").replace("-", "_").upper(),
             type=type(field.default),
             default=None,
             help=f"{field.metadata['help']} (default {field.default}; {', '.join(readers)})",

@@ -546,11 +546,12 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
         "steps": steps,
         "best_dev_bleu": fit_callbacks[0].best_bleu,
         "train_minutes": (time.monotonic() - started + spent_before) / 60.0,
-        "resumed_after_minutes": spent_before / 60.0,
         "machine": machine.describe_machine(),
         "load_average": {"start": load_at_start, "end": machine.load_average()},
         "code": machine.code_version(),
     }
+    if spent_before:
+        results["resumed_after_minutes"] = spent_before / 60.0
     if averaged_bleu is not None:
         results["averaged_dev_bleu"] = averaged_bleu
     results.update(evaluate_test(config, run_dir, tokenizer, model))

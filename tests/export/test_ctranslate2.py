@@ -134,14 +134,16 @@ def test_beam_search_is_exact_for_softmax_and_refused_for_other_heads(exported):
 
 
 class CallCounting:
-    """A CTranslate2 translator that counts its `translate_batch` calls."""
+    """A CTranslate2 translator that counts its `translate_batch` calls and their settings."""
 
     def __init__(self, translator):
         self.translator = translator
         self.calls = 0
+        self.scores_asked = set()
 
     def translate_batch(self, *arguments, **settings):
         self.calls += 1
+        self.scores_asked.add(settings["return_scores"])
         return self.translator.translate_batch(*arguments, **settings)
 
 
@@ -166,6 +168,8 @@ def test_a_batch_decodes_as_its_sentences_alone_in_few_calls(exported, monkeypat
             assert counting.calls == 1 + len(cut - {max(limits)})
         else:
             assert counting.calls == len(set(limits))
+        # Only a softmax model's scores are its own: other heads' calls skip the log-softmax.
+        assert counting.scores_asked == {"beam" in translator.info.exact_searches}
 
 
 def test_the_export_records_its_head_and_exact_searches(exported):

@@ -173,7 +173,12 @@ class CTranslate2Translator:
                 hypotheses[i] = hypothesis
 
     def _decode(self, sources: list[list[int]], beam_size: int, limit: int) -> list[Hypothesis]:
-        """One CTranslate2 call: every source decoded with output limit `limit`."""
+        """One CTranslate2 call: every source decoded with output limit `limit`.
+
+        Scores are asked for from softmax models only: without them CTranslate2's greedy search
+        takes the argmax of the logits and skips the log-softmax over the vocabulary each step.
+        """
+        scored = BEAM in self.info.exact_searches
         results = self.translator.translate_batch(
             [[self.pieces[i] for i in source] for source in sources],
             beam_size=beam_size,
@@ -182,9 +187,8 @@ class CTranslate2Translator:
             min_decoding_length=0,
             max_input_length=0,
             return_end_token=True,
-            return_scores=True,
+            return_scores=scored,
         )
-        scored = BEAM in self.info.exact_searches
         return [
             Hypothesis(
                 [self.piece_ids[piece] for piece in result.hypotheses[0]],

@@ -8,8 +8,8 @@ from tfscones.reproduction.plans import (
     PlannedRun,
     chosen_alpha,
     chosen_on_dev,
-    entmax_run,
     scones_run,
+    smoothing_runs,
 )
 from tfscones.training.config import load_config
 
@@ -60,8 +60,10 @@ def test_a_tie_on_dev_goes_to_the_smaller_alpha(tmp_path):
     assert chosen_alpha(tmp_path) == 0.5
 
 
-def test_entmax_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(tmp_path):
-    smoothed, unsmoothed = entmax_run(0.1), entmax_run(0.0)
+@pytest.mark.parametrize("head", ["entmax-1.5", "sparsemax"])
+def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp_path):
+    smoothed, unsmoothed = smoothing_runs(head)
+    assert smoothed.name != unsmoothed.name
     assert load_config(smoothed.config).loss.label_smoothing == 0.1
     assert load_config(unsmoothed.config).loss.label_smoothing == 0.0
     assert load_config(unsmoothed.config).model.head == load_config(smoothed.config).model.head

@@ -9,8 +9,9 @@ the SCONES and entmax reproductions compare with is one run.
 The SCONES plan chooses α on the dev set: the SCONES run with the best dev BLEU among
 α ∈ {0.2, 0.5, 1.0} (seed 1) names the α of the tanh run, which therefore can only be planned
 once those three have finished (`Plan.runs` leaves it out until then). The entmax plan trains
-entmax-1.5 with Fenchel-Young label smoothing ε ∈ {0.1, 0} and judges Peters & Martins's claims
-with the one best on dev (`chosen_on_dev`).
+entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ {0.1, 0} and keeps, for
+each head, the run best on dev (`chosen_on_dev`): Peters & Martins's claims are judged with
+that entmax-1.5 run, the sparsemax target with that sparsemax run.
 
 The `demo` plan is no paper's: it trains the two configs of `tfscones demo` for fixed step
 budgets, so that the demo, bounded by minutes, can say what its step count should give.
@@ -32,7 +33,8 @@ MULTI30K_FILES = {
 }
 DEFAULT_DATA_DIR = "../shared/data"
 SCONES_ALPHAS = (0.2, 0.5, 1.0)
-ENTMAX_SMOOTHING = (0.1, 0.0)
+SPARSE_SMOOTHING = (0.1, 0.0)
+SPARSE_CONFIGS = {"entmax-1.5": "multi30k_entmax15", "sparsemax": "multi30k_sparsemax"}
 SPREAD_SEEDS = (1, 2)
 MOE_EXPERTS = 5
 MOE_STEPS = 3000
@@ -128,10 +130,20 @@ def scones_run(alpha: float, seed: int = 1) -> PlannedRun:
     return PlannedRun(f"multi30k_scones_a{alpha}", seed, f"SCONES α={alpha}")
 
 
-def entmax_run(smoothing: float) -> PlannedRun:
-    """entmax-1.5 with label smoothing ε: the recipe's 0.1 (`multi30k_entmax15`) or 0."""
-    config = "multi30k_entmax15" if smoothing else "multi30k_entmax15_ls0"
-    return PlannedRun(config, 1, f"entmax-1.5 ε={smoothing:g}")
+def smoothing_run(head: str, smoothing: float) -> PlannedRun:
+    """A sparse head with label smoothing ε: the recipe's 0.1 or 0 (the config's `_ls0` twin).
+
+    Args:
+        head: `entmax-1.5` or `sparsemax` (`SPARSE_CONFIGS`).
+        smoothing: ε, one of `SPARSE_SMOOTHING`.
+    """
+    config = SPARSE_CONFIGS[head] + ("" if smoothing else "_ls0")
+    return PlannedRun(config, 1, f"{head} ε={smoothing:g}")
+
+
+def smoothing_runs(head: str) -> list[PlannedRun]:
+    """The runs of a sparse head that its label smoothing ε is chosen between on dev."""
+    return [smoothing_run(head, smoothing) for smoothing in SPARSE_SMOOTHING]
 
 
 def best_on_dev_so_far(out_dir: Path, runs: Sequence[PlannedRun]) -> PlannedRun | None:
@@ -190,8 +202,7 @@ ENTMAX = Plan(
     title="Peters & Martins (2021), sparse entmax and Fenchel-Young label smoothing",
     fixed_runs=(
         SOFTMAX,
-        *(entmax_run(smoothing) for smoothing in ENTMAX_SMOOTHING),
-        PlannedRun("multi30k_sparsemax", 1, "sparsemax"),
+        *(run for head in SPARSE_CONFIGS for run in smoothing_runs(head)),
     ),
 )
 MOE = Plan(

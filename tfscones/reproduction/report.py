@@ -23,17 +23,18 @@ from tfscones.reproduction.plans import (
     DEMO,
     DEMO_STEPS,
     ENTMAX,
-    ENTMAX_SMOOTHING,
     MOE,
     PLANS,
     SCONES,
     SCONES_ALPHAS,
+    SPARSE_CONFIGS,
+    SPARSE_SMOOTHING,
     Plan,
     PlannedRun,
     chosen_on_dev,
-    entmax_run,
     judged_on_dev,
     scones_run,
+    smoothing_runs,
 )
 from tfscones.reproduction.records import (
     RunRecord,
@@ -270,7 +271,7 @@ def _choice(
         records: The section's records.
         results_dir: The reproduction folder.
         values: The runs chosen between, each with its value of the setting.
-        setting: The setting chosen on dev (`α`).
+        setting: The setting chosen on dev (`α`, `sparsemax ε`).
 
     Returns:
         The run chosen on dev, or until every run has finished, the best on dev so far
@@ -281,9 +282,10 @@ def _choice(
         return None, []
     if chosen_on_dev(results_dir, list(values)):
         return find(records, leading.label), [f"{setting} chosen on dev: {values[leading]}.", ""]
+    unfinished = [run.label for run in values if not find(records, run.label).finished]
     return find(records, leading.label), [
-        f"{setting} chosen on dev: not yet (an {setting} run is missing); until then the claims "
-        f"are judged with {leading.label}, the best on dev so far.",
+        f"{setting} chosen on dev: not yet ({', '.join(unfinished)} still to finish); until "
+        f"then the page uses {leading.label}, the best on dev so far.",
         "",
     ]
 
@@ -407,16 +409,20 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         f"## {ENTMAX.title}",
         "",
         "Softmax, entmax-1.5 and sparsemax on the Multi30k recipe of the SCONES section; "
-        "entmax-1.5 with Fenchel-Young label smoothing ε ∈ "
-        f"{{{', '.join(f'{e:g}' for e in ENTMAX_SMOOTHING)}}} (ε chosen on the dev set).",
+        "entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ "
+        f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
+        "each).",
         "",
         *_command(ENTMAX, folder),
         *_quality_table(records),
     ]
     softmax = find(records, "softmax")
-    smoothings = {entmax_run(smoothing): smoothing for smoothing in ENTMAX_SMOOTHING}
-    entmax, choice = _choice(records, results_dir, smoothings, "ε")
-    lines += choice
+    chosen = {}
+    for head in SPARSE_CONFIGS:
+        smoothings = dict(zip(smoothing_runs(head), SPARSE_SMOOTHING, strict=True))
+        chosen[head], choice = _choice(records, results_dir, smoothings, f"{head} ε")
+        lines += choice
+    entmax = chosen["entmax-1.5"]
     claims = []
     if softmax and entmax and softmax.finished and entmax.finished:
         greedy = [_seed_mean(multi30k, record) for record in (entmax, softmax)]
@@ -431,7 +437,7 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         )
     if softmax and entmax and softmax.analysis and entmax.analysis:
         claims += _empty_string_claims(softmax.analysis, entmax.analysis, entmax.run.label)
-    claims += _smoothing_claims([find(records, run.label) for run in smoothings])
+    claims += _smoothing_claims([find(records, run.label) for run in smoothing_runs("entmax-1.5")])
     lines += [line for claim in claims for line in claim.lines()]
     if not claims:
         lines.append("Claims: not judged until softmax and entmax-1.5 have finished.")

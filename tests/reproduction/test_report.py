@@ -162,16 +162,16 @@ def test_claims_are_judged_with_the_seed_means_against_the_spread(results_dir, t
     page = write_report(results_dir, tmp_path / "results.md")
 
     # SCONES α=0.5 seeds 38.2 and 38.0, softmax seeds 37.0 and 36.6: +1.3 > 0.4.
-    assert "Greedy BLEU, mean over seeds: 38.1 against 36.8 (+1.3). Verdict: **agrees**" in page
+    assert "Greedy BLEU, mean over seeds: 38.10 against 36.80 (+1.30). Verdict: **agrees**" in page
     # Softmax beam-4 seeds 37.8 and 37.4: SCONES greedy 38.1 against 37.6 is +0.5.
-    assert "SCONES greedy 38.1, softmax beam-4 37.6 (+0.5). Verdict: **agrees**" in page
+    assert "SCONES greedy 38.10, softmax beam-4 37.60 (+0.50). Verdict: **agrees**" in page
     # Softmax loses 10 BLEU from beam 4 to 128, SCONES 1.
     assert "Softmax loses 10.0 BLEU, SCONES 1.0. Verdict: **agrees**" in page
     # Entmax (ε=0.1, best on dev, one seed) 36.7 against the softmax seeds' 36.8: -0.1 is
     # within the spread; the softmax mean takes in seed 2, which only the SCONES plan trains.
     assert "entmax-1.5 ε chosen on dev: 0.1." in page
     assert (
-        "Greedy BLEU, mean over seeds: 36.7 (entmax-1.5 ε=0.1) against 36.8 (-0.1). "
+        "Greedy BLEU, mean over seeds: 36.70 (entmax-1.5 ε=0.1) against 36.80 (-0.10). "
         "Verdict: **agrees**" in page
     )
     assert "softmax 23.0%, entmax-1.5 ε=0.1 0.5% of 1000 sentences. Verdict: **agrees**" in page
@@ -225,7 +225,7 @@ def test_until_alpha_is_chosen_the_best_finished_scones_run_on_dev_stands_in(res
         "α chosen on dev: not yet (SCONES α=1.0 still to finish); until then the page uses "
         "SCONES α=0.5, the best on dev so far." in page
     )
-    assert "Greedy BLEU, mean over seeds: 38.1 against 36.8 (+1.3)." in page
+    assert "Greedy BLEU, mean over seeds: 38.10 against 36.80 (+1.30)." in page
     assert "| multi30k-tanh-seed1 |" not in page
 
 
@@ -235,6 +235,6 @@ def test_until_smoothing_is_chosen_the_finished_entmax_run_stands_in(results_dir
     page = write_report(results_dir, tmp_path / "results.md")
 
     assert "until then the page uses entmax-1.5 ε=0, the best on dev so far." in page
-    assert "Greedy BLEU, mean over seeds: 36.2 (entmax-1.5 ε=0) against 36.8 (-0.6)." in page
+    assert "Greedy BLEU, mean over seeds: 36.20 (entmax-1.5 ε=0) against 36.80 (-0.60)." in page
     assert "| entmax-1.5 (ε by dev) greedy test BLEU ≥ 36.5 | 36.2 | missed |" in page
     assert "Label smoothing makes the empty string" not in page

@@ -298,8 +298,8 @@ def _scones_claims(softmax, chosen, records, spread) -> list[str]:
     claims = [
         Claim(
             "SCONES improves greedy BLEU over softmax (Stahlberg & Kumar 2022, Table 3).",
-            f"Greedy BLEU, mean over seeds: {greedy:.1f} against {baseline:.1f} "
-            f"({greedy_gain:+.1f}).",
+            f"Greedy BLEU, mean over seeds: {greedy:.2f} against {baseline:.2f} "
+            f"({greedy_gain:+.2f}).",
             bleu_verdict(greedy_gain, spread),
         )
     ]
@@ -309,8 +309,8 @@ def _scones_claims(softmax, chosen, records, spread) -> list[str]:
         claims.append(
             Claim(
                 "SCONES greedy matches or beats softmax beam-4 (Fig. 2, §4.1).",
-                f"Means over seeds: SCONES greedy {greedy:.1f}, softmax beam-4 {beam:.1f} "
-                f"({difference:+.1f}).",
+                f"Means over seeds: SCONES greedy {greedy:.2f}, softmax beam-4 {beam:.2f} "
+                f"({difference:+.2f}).",
                 at_least_verdict(difference, spread),
             )
         )
@@ -430,8 +430,8 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         claims.append(
             Claim(
                 "Entmax-1.5 translates as well as softmax (Peters & Martins 2021, Table 3).",
-                f"Greedy BLEU, mean over seeds: {greedy[0]:.1f} ({entmax.run.label}) against "
-                f"{greedy[1]:.1f} ({difference:+.1f}).",
+                f"Greedy BLEU, mean over seeds: {greedy[0]:.2f} ({entmax.run.label}) against "
+                f"{greedy[1]:.2f} ({difference:+.2f}).",
                 at_least_verdict(difference, spread),
             )
         )

@@ -5,13 +5,17 @@ import pytest
 from tfscones.reproduction import plans
 from tfscones.reproduction.plans import (
     PLANS,
+    DevChoice,
     PlannedRun,
     chosen_alpha,
     chosen_on_dev,
+    dev_choice,
     scones_run,
     smoothing_runs,
 )
 from tfscones.training.config import load_config
+
+MULTI30K_STEPS = 3200  # the Multi30k configs' own `training.steps`
 
 
 def finish(out_dir, run: PlannedRun, dev_bleu: float) -> None:
@@ -31,12 +35,12 @@ def test_a_run_is_named_by_its_config_and_seed_and_trains_there(tmp_path):
     assert config.data.dev_target == "../shared/data/multi30k-en-de/val.de"
 
 
-def test_every_multi30k_run_is_bounded_by_steps_not_minutes(tmp_path):
+def test_every_run_is_bounded_by_its_steps_not_minutes(tmp_path):
     for plan in PLANS.values():
         for run in plan.fixed_runs:
             config = load_config(run.config, run.config_overrides("data", tmp_path))
             assert config.training.max_minutes is None, run.name
-            assert config.training.steps <= 3200, run.name
+            assert config.training.steps == (run.steps or MULTI30K_STEPS), run.name
 
 
 def test_the_tanh_run_waits_for_every_alpha_then_takes_the_best_on_dev(tmp_path):
@@ -62,16 +66,20 @@ def test_a_tie_on_dev_goes_to_the_smaller_alpha(tmp_path):
 
 @pytest.mark.parametrize("head", ["entmax-1.5", "sparsemax"])
 def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp_path):
-    smoothed, unsmoothed = smoothing_runs(head)
+    runs = smoothing_runs(head)
+    smoothed, unsmoothed = runs
     assert smoothed.name != unsmoothed.name
-    assert load_config(smoothed.config).loss.label_smoothing == 0.1
-    assert load_config(unsmoothed.config).loss.label_smoothing == 0.0
+    for run, smoothing in runs.items():
+        assert load_config(run.config).loss.label_smoothing == smoothing
     assert load_config(unsmoothed.config).model.head == load_config(smoothed.config).model.head
 
+    assert dev_choice(tmp_path, runs) is None
     finish(tmp_path, unsmoothed, 31.0)
-    assert chosen_on_dev(tmp_path, [smoothed, unsmoothed]) is None
+    assert dev_choice(tmp_path, runs) == DevChoice(unsmoothed, final=False)
+    assert chosen_on_dev(tmp_path, runs) is None
     finish(tmp_path, smoothed, 31.0)
-    assert chosen_on_dev(tmp_path, [smoothed, unsmoothed]) == smoothed  # a tie: the recipe's
+    assert dev_choice(tmp_path, runs) == DevChoice(smoothed, final=True)  # a tie: the recipe's
+    assert chosen_on_dev(tmp_path, runs) == smoothed
 
 
 def test_the_softmax_baseline_is_one_run_for_both_multi30k_papers():

@@ -120,7 +120,9 @@ def results_dir(tmp_path):
         )
         for name, values in methods.items()
     }
-    (moe / "diversity.json").write_text(json.dumps({"sentences": 522, "methods": reports}))
+    runs = [run.name for run in MOE.fixed_runs]
+    diversity = {"runs": runs, "sentences": 522, "methods": reports}
+    (moe / "diversity.json").write_text(json.dumps(diversity))
     experts = {
         "bleu": [29.0, 30.5, 28.0, 31.0, 27.0],
         "baseline_greedy_bleu": 32.0,
@@ -212,7 +214,19 @@ def test_the_page_and_its_plots_are_the_same_bytes_when_made_again(results_dir, 
 def test_a_folder_without_runs_gives_a_page_of_commands(tmp_path):
     page = write_report(tmp_path, tmp_path / "results.md")
     assert page.count("not run yet") >= 10
-    assert "The diversity comparison has not run yet." in page
+    assert "The diversity comparison of these runs has not run yet." in page
+
+
+def test_a_diversity_comparison_of_other_runs_is_not_shown(results_dir, tmp_path):
+    assert "| hard-MoE K=5 | 30.0 |" in write_report(results_dir, tmp_path / "results.md")
+    diversity_file = results_dir / MOE.name / "diversity.json"
+    stale = json.loads(diversity_file.read_text()) | {"runs": ["demo-moe-k5-3000steps-seed1"]}
+    diversity_file.write_text(json.dumps(stale))
+
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    assert "The diversity comparison of these runs has not run yet." in page
+    assert "| hard-MoE K=5 | 30.0 |" not in page
 
 
 def test_until_alpha_is_chosen_the_best_finished_scones_run_on_dev_stands_in(results_dir, tmp_path):

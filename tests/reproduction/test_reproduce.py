@@ -122,6 +122,30 @@ def test_the_demo_plan_tables_test_bleu_by_step_budget_once(tmp_path, recorded_s
     assert reproduce("demo", out, settings=SETTINGS) == []
 
 
+def test_the_moe_comparison_is_made_once_and_again_for_other_runs(
+    tmp_path, recorded_steps, monkeypatch
+):
+    compared = []
+
+    def compare(baseline, mixture):
+        compared.append((baseline.name, mixture.name))
+        return {"bleu": [20.0]}, {"hard-MoE K=5": {"bleu": 20.0}}, 3
+
+    monkeypatch.setattr(reproduction, "_compare_moe", compare)
+    out = tmp_path / "out"
+    names = tuple(run.name for run in PLANS["moe"].fixed_runs)
+
+    assert reproduce("moe", out, settings=SETTINGS)[-1] == "compared moe"
+    assert reproduce("moe", out, settings=SETTINGS) == []
+    diversity_file = out / "moe" / "diversity.json"
+    assert json.loads(diversity_file.read_text())["runs"] == list(names)
+
+    stale = json.loads(diversity_file.read_text()) | {"runs": ["demo-softmax-3000steps-seed1"]}
+    diversity_file.write_text(json.dumps(stale))
+    assert reproduce("moe", out, settings=SETTINGS) == ["compared moe"]
+    assert compared == [names, names]
+
+
 def test_a_missing_data_folder_is_refused_before_any_training(tmp_path, recorded_steps):
     with pytest.raises(ConfigError, match=r"no such file: .*nowhere/multi30k-en-de/train.en"):
         reproduce("scones", tmp_path / "out", str(tmp_path / "nowhere"), SETTINGS, TINY)

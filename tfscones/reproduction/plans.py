@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from tfscones.run_folder import RunFolder
@@ -144,34 +144,47 @@ def smoothing_run(head: str, smoothing: float) -> PlannedRun:
     return PlannedRun(config, 1, f"{head} ε={smoothing:g}")
 
 
-def smoothing_runs(head: str) -> list[PlannedRun]:
-    """The runs of a sparse head that its label smoothing ε is chosen between on dev."""
-    return [smoothing_run(head, smoothing) for smoothing in SPARSE_SMOOTHING]
+def smoothing_runs(head: str) -> dict[PlannedRun, float]:
+    """The runs of a sparse head that its label smoothing ε is chosen between on dev, with ε."""
+    return {smoothing_run(head, smoothing): smoothing for smoothing in SPARSE_SMOOTHING}
 
 
-def best_on_dev_so_far(out_dir: Path, runs: Sequence[PlannedRun]) -> PlannedRun | None:
-    """The finished run with the best dev BLEU (ties go to the earlier); None if none finished."""
+@dataclasses.dataclass(frozen=True)
+class DevChoice:
+    """The run best on dev among those a setting is chosen between.
+
+    Attributes:
+        run: The finished run with the best dev BLEU; ties go to the earlier run (the smaller
+            α, the recipe's label smoothing).
+        final: Whether every run has finished: until then `run` is only the best so far.
+    """
+
+    run: PlannedRun
+    final: bool
+
+
+def dev_choice(out_dir: Path, runs: Collection[PlannedRun]) -> DevChoice | None:
+    """The run with the best dev BLEU among the finished ones; None if none has finished."""
     dev_bleu = {}
     for run in runs:
         results = finished_results(out_dir, run)
         if results is not None:
             dev_bleu[run] = results["best_dev_bleu"]
-    return max(dev_bleu, key=dev_bleu.get, default=None)
-
-
-def chosen_on_dev(out_dir: Path, runs: Sequence[PlannedRun]) -> PlannedRun | None:
-    """The run with the best dev BLEU, or None until every one has finished.
-
-    Ties go to the earlier run: the smaller α, the recipe's label smoothing.
-    """
-    if any(finished_results(out_dir, run) is None for run in runs):
+    if not dev_bleu:
         return None
-    return best_on_dev_so_far(out_dir, runs)
+    return DevChoice(max(dev_bleu, key=dev_bleu.get), final=len(dev_bleu) == len(runs))
 
 
-def judged_on_dev(out_dir: Path, runs: Sequence[PlannedRun]) -> PlannedRun | None:
+def chosen_on_dev(out_dir: Path, runs: Collection[PlannedRun]) -> PlannedRun | None:
+    """The run with the best dev BLEU, or None until every one has finished."""
+    choice = dev_choice(out_dir, runs)
+    return choice.run if choice and choice.final else None
+
+
+def judged_on_dev(out_dir: Path, runs: Collection[PlannedRun]) -> PlannedRun | None:
     """The run the claims are judged with: chosen on dev, or until then the best so far."""
-    return chosen_on_dev(out_dir, runs) or best_on_dev_so_far(out_dir, runs)
+    choice = dev_choice(out_dir, runs)
+    return choice.run if choice else None
 
 
 def chosen_alpha(out_dir: Path) -> float | None:

@@ -2,7 +2,8 @@
 
 A run folder written by `tfscones reproduce` keeps, beside the models and backups that stay
 out of the repository, the files the report is made from: `config.yaml`, `results.json`,
-`history.csv`, `evaluation.json` and `analysis.json`. `read_run` reads whichever exist.
+`history.csv`, `evaluation.json` and `analysis.json`. `read_run` reads whichever exist;
+`read_moe_comparison` reads the moe plan's comparison of its two runs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from tfscones.evaluation.analysis import ModelAnalysis
-from tfscones.reproduction.plans import PlannedRun
+from tfscones.reproduction.plans import MOE, PlannedRun
 from tfscones.run_folder import RunFolder
 
 
@@ -79,6 +80,40 @@ def read_run(out_dir: Path, run: PlannedRun) -> RunRecord:
         analysis=ModelAnalysis.from_dict(analysis_record["analysis"]) if analysis_record else None,
         analysis_settings=analysis_record["settings"] if analysis_record else None,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class MoeComparison:
+    """The moe plan's comparison (`OUT/moe/`): Shen et al. (2019), Table 1 columns.
+
+    Attributes:
+        runs: The names of the softmax and hard-MoE runs compared.
+        sentences: How many multi-reference dev sentences they were compared on.
+        methods: Each method's BLEU and diversity (`diversity.json`).
+        experts: Each expert's BLEU and share of E-step wins, and softmax greedy BLEU
+            (`experts.json`).
+    """
+
+    runs: list[str]
+    sentences: int
+    methods: dict
+    experts: dict
+
+
+def moe_comparison_files(results_dir: Path) -> tuple[Path, Path]:
+    """Where the moe comparison is written: `diversity.json` and `experts.json`."""
+    folder = Path(results_dir) / MOE.name
+    return folder / "diversity.json", folder / "experts.json"
+
+
+def read_moe_comparison(results_dir: Path) -> MoeComparison | None:
+    """The moe comparison, or None if there is none of the plan's current runs."""
+    diversity_file, experts_file = moe_comparison_files(results_dir)
+    diversity, experts = read_json(diversity_file), read_json(experts_file)
+    runs = [run.name for run in MOE.fixed_runs]
+    if diversity is None or experts is None or diversity.get("runs") != runs:
+        return None
+    return MoeComparison(runs, diversity["sentences"], diversity["methods"], experts)
 
 
 def read_json(path: Path) -> dict | None:

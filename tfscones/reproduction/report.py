@@ -31,8 +31,7 @@ from tfscones.reproduction.plans import (
     SPARSE_SMOOTHING,
     Plan,
     PlannedRun,
-    chosen_on_dev,
-    judged_on_dev,
+    dev_choice,
     scones_run,
     smoothing_runs,
 )
@@ -40,7 +39,7 @@ from tfscones.reproduction.records import (
     RunRecord,
     find,
     mean_over_seeds,
-    read_json,
+    read_moe_comparison,
     read_run,
     seed_spread,
 )
@@ -76,7 +75,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
     lines = [
         *_introduction(folder, str(out)),
         *_runs_section(records),
-        *_scones_section(records["scones"], results_dir, spread, figures, folder),
+        *_scones_section(records["scones"], multi30k, results_dir, spread, figures, folder),
         *_entmax_section(records["entmax"], multi30k, results_dir, spread, figures, folder),
         *_moe_section(records["moe"], results_dir, figures, folder),
         *_demo_section(records["demo"], folder),
@@ -238,7 +237,7 @@ def _plot(path: Path, draw: Callable[[Path], None], alt: str) -> list[str]:
     return [f"![{alt}](figures/{path.name})", ""]
 
 
-def _scones_section(records, results_dir, spread, figures, folder) -> list[str]:
+def _scones_section(records, multi30k, results_dir, spread, figures, folder) -> list[str]:
     lines = [
         f"## {SCONES.title}",
         "",
@@ -254,7 +253,7 @@ def _scones_section(records, results_dir, spread, figures, folder) -> list[str]:
     softmax = find(records, "softmax")
     alphas = {scones_run(alpha): alpha for alpha in SCONES_ALPHAS}
     chosen, choice = _choice(records, results_dir, alphas, "α")
-    lines += choice + _scones_claims(softmax, chosen, records, spread)
+    lines += choice + _scones_claims(softmax, chosen, multi30k, spread)
     analyses = _analysed(records)
     lines += _analysis_note(records)
     if analyses:
@@ -277,23 +276,24 @@ def _choice(
         The run chosen on dev, or until every run has finished, the best on dev so far
         (None if none has finished), and the lines saying so.
     """
-    leading = judged_on_dev(results_dir, list(values))
-    if leading is None:
+    choice = dev_choice(results_dir, values)
+    if choice is None:
         return None, []
-    if chosen_on_dev(results_dir, list(values)):
-        return find(records, leading.label), [f"{setting} chosen on dev: {values[leading]}.", ""]
+    leading = find(records, choice.run.label)
+    if choice.final:
+        return leading, [f"{setting} chosen on dev: {values[choice.run]}.", ""]
     unfinished = [run.label for run in values if not find(records, run.label).finished]
-    return find(records, leading.label), [
+    return leading, [
         f"{setting} chosen on dev: not yet ({', '.join(unfinished)} still to finish); until "
-        f"then the page uses {leading.label}, the best on dev so far.",
+        f"then the page uses {choice.run.label}, the best on dev so far.",
         "",
     ]
 
 
-def _scones_claims(softmax, chosen, records, spread) -> list[str]:
+def _scones_claims(softmax, chosen, multi30k, spread) -> list[str]:
     if not (softmax and softmax.finished and chosen and chosen.finished):
         return ["Claims: not judged until softmax and a SCONES run have finished.", ""]
-    greedy, baseline = _seed_mean(records, chosen), _seed_mean(records, softmax)
+    greedy, baseline = _seed_mean(multi30k, chosen), _seed_mean(multi30k, softmax)
     greedy_gain = greedy - baseline
     claims = [
         Claim(
@@ -303,7 +303,7 @@ def _scones_claims(softmax, chosen, records, spread) -> list[str]:
             bleu_verdict(greedy_gain, spread),
         )
     ]
-    beam = _seed_mean(records, softmax, "beam4")
+    beam = _seed_mean(multi30k, softmax, "beam4")
     if beam is not None:
         difference = greedy - beam
         claims.append(
@@ -419,8 +419,7 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
     softmax = find(records, "softmax")
     chosen = {}
     for head in SPARSE_CONFIGS:
-        smoothings = dict(zip(smoothing_runs(head), SPARSE_SMOOTHING, strict=True))
-        chosen[head], choice = _choice(records, results_dir, smoothings, f"{head} ε")
+        chosen[head], choice = _choice(records, results_dir, smoothing_runs(head), f"{head} ε")
         lines += choice
     entmax = chosen["entmax-1.5"]
     claims = []
@@ -506,13 +505,12 @@ def _moe_section(records, results_dir: Path, figures: Path, folder: str) -> list
         *_command(MOE, folder),
         *_quality_table(records),
     ]
-    comparison = read_json(results_dir / MOE.name / "diversity.json")
-    experts = read_json(results_dir / MOE.name / "experts.json")
-    if comparison is None or experts is None:
-        return lines + ["The diversity comparison has not run yet.", ""]
-    methods = comparison["methods"]
+    comparison = read_moe_comparison(results_dir)
+    if comparison is None:
+        return lines + ["The diversity comparison of these runs has not run yet.", ""]
+    methods, experts = comparison.methods, comparison.experts
     lines += [
-        f"{comparison['sentences']} sentences (Shen et al. 2019, Table 1 columns):",
+        f"{comparison.sentences} sentences (Shen et al. 2019, Table 1 columns):",
         "",
         "| method | BLEU | pairwise BLEU ↓ | avg oracle BLEU ↑ | #refs covered ↑ |",
         "|---|---|---|---|---|",

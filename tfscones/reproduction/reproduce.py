@@ -13,8 +13,9 @@ For every run of the plan (`tfscones.reproduction.plans`), in order, into `OUT/<
    and exact search with the SCONES paper's budget of 1M states on the whole test set by
    default), redone only when the settings change;
 4. the `moe` plan writes `OUT/moe/diversity.json` (Shen et al. 2019, Table 1 columns for the
-   hard-MoE model and each decoding baseline of the softmax run) and `OUT/moe/experts.json`
-   (each expert's BLEU and share of E-step wins); the `demo` plan writes
+   hard-MoE model and each decoding baseline of the softmax run, naming the two runs) and
+   `OUT/moe/experts.json` (each expert's BLEU and share of E-step wins), redone when the plan's
+   runs are others (another step budget); the `demo` plan writes
    `OUT/demo/expected_bleu.json` (`tfscones.reproduction.demo_expectations`).
 
 Each step writes its file only when it is complete, so a killed reproduction started again
@@ -57,7 +58,7 @@ from tfscones.reproduction.plans import (
     Plan,
     PlannedRun,
 )
-from tfscones.reproduction.records import read_run
+from tfscones.reproduction.records import moe_comparison_files, read_moe_comparison, read_run
 from tfscones.run_folder import RunFolder
 from tfscones.training import runner
 from tfscones.training.config import ExperimentConfig, data_path, load_config
@@ -237,12 +238,29 @@ def _analyse(config: ExperimentConfig, settings: AnalysisSettings, progress) -> 
 
 
 def _moe_comparison(out_dir: Path) -> list[str]:
-    """Diversity of the hard-MoE model and the softmax baselines; each expert's BLEU and wins."""
-    folder = out_dir / MOE.name
-    diversity_file, experts_file = folder / "diversity.json", folder / "experts.json"
-    if diversity_file.is_file() and experts_file.is_file():
+    """Compares the moe plan's runs, unless a comparison of these runs exists."""
+    if read_moe_comparison(out_dir) is not None:
         return []
-    baseline, mixture = (out_dir / run.name for run in MOE.fixed_runs)
+    runs = [run.name for run in MOE.fixed_runs]
+    experts, reports, sentences = _compare_moe(*(out_dir / name for name in runs))
+    diversity_file, experts_file = moe_comparison_files(out_dir)
+    diversity_file.parent.mkdir(parents=True, exist_ok=True)
+    _write_json(experts_file, experts)
+    _write_json(diversity_file, {"runs": runs, "sentences": sentences, "methods": reports})
+    return [f"compared {MOE.name}"]
+
+
+def _compare_moe(baseline: Path, mixture: Path) -> tuple[dict, dict, int]:
+    """Diversity of the hard-MoE model and the softmax baselines; each expert's BLEU and wins.
+
+    Args:
+        baseline: The softmax run, decoded K times by each baseline decoder.
+        mixture: The hard-MoE run, decoded once by each expert.
+
+    Returns:
+        The experts' statistics, the diversity report of each method, and how many multi-reference
+        sentences they were measured on.
+    """
     sources, references = read_multiref(data_path(MULTIREF_FILE))
     model, tokenizer = load_run(mixture)
     translations = {f"hard-MoE K={MOE_EXPERTS}": expert_translations(model, tokenizer, sources)}
@@ -268,10 +286,7 @@ def _moe_comparison(out_dir: Path) -> list[str]:
         }
         for name, hypotheses in translations.items()
     }
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_json(experts_file, experts)
-    _write_json(diversity_file, {"sentences": len(sources), "methods": reports})
-    return [f"compared {MOE.name}"]
+    return experts, reports, len(sources)
 
 
 def _demo_expectations(out_dir: Path) -> list[str]:

@@ -14,14 +14,13 @@ from pathlib import Path
 
 from tfscones.evaluation.analysis_report import percent
 from tfscones.reproduction.plans import (
-    MOE,
     SCONES_ALPHAS,
     PlannedRun,
     judged_on_dev,
     scones_run,
     smoothing_runs,
 )
-from tfscones.reproduction.records import RunRecord, find, mean_over_seeds, read_json
+from tfscones.reproduction.records import RunRecord, find, mean_over_seeds, read_moe_comparison
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,9 +53,8 @@ def _entmax_empty_rate(records, results_dir):
 
 def _moe_number(key: Callable[[dict, dict], float]):
     def value(records, results_dir):
-        comparison = read_json(results_dir / MOE.name / "diversity.json")
-        experts = read_json(results_dir / MOE.name / "experts.json")
-        return key(comparison["methods"], experts) if comparison and experts else None
+        comparison = read_moe_comparison(results_dir)
+        return key(comparison.methods, comparison.experts) if comparison else None
 
     return value
 

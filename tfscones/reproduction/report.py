@@ -24,6 +24,8 @@ from tfscones.reproduction.plans import (
     DEMO_STEPS,
     ENTMAX,
     MOE,
+    MOE_EXPERTS,
+    MOE_STEPS,
     PLANS,
     SCONES,
     SCONES_ALPHAS,
@@ -498,9 +500,10 @@ def _moe_section(records, results_dir: Path, figures: Path, folder: str) -> list
     lines = [
         f"## {MOE.title}",
         "",
-        "The bundled Tatoeba German→English corpus; K = 5 translations of each sentence of the "
-        "multi-reference dev set (`multiref-dev.de-en.jsonl`) by the hard-MoE model's experts "
-        "and by four decoding baselines of the softmax model.",
+        f"The bundled Tatoeba German→English corpus, both models trained {MOE_STEPS:,} steps; "
+        f"K = {MOE_EXPERTS} translations of each sentence of the multi-reference dev set "
+        "(`multiref-dev.de-en.jsonl`) by the hard-MoE model's experts and by four decoding "
+        "baselines of the softmax model.",
         "",
         *_command(MOE, folder),
         *_quality_table(records),

@@ -154,6 +154,15 @@ def test_the_quality_tables_hold_each_run_and_the_seed_spread(results_dir, tmp_p
     assert "tfscones reproduce scones --data ../shared/data --out docs/reproduction" in page
 
 
+def test_trained_runs_not_analysed_yet_are_named(results_dir, tmp_path):
+    assert "not analysed yet" not in write_report(results_dir, tmp_path / "results.md")
+    (results_dir / "multi30k-scones-a1.0-seed1" / "analysis.json").unlink()
+
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    assert "Trained, not analysed yet: SCONES α=1.0." in page
+
+
 def test_the_tanh_run_at_the_chosen_alpha_is_listed_until_it_runs(results_dir, tmp_path):
     page = write_report(results_dir, tmp_path / "results.md")
     assert "| multi30k-tanh-seed1 | 1 | not run yet |" in page

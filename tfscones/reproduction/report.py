@@ -220,9 +220,12 @@ def _analysed(records: list[RunRecord]) -> dict:
 
 
 def _analysis_note(records: list[RunRecord]) -> list[str]:
+    """What the analyses ran on, and which trained runs they have not analysed yet."""
+    waiting = [r.run.label for r in records if r.run.analysed and r.finished and not r.analysis]
+    pending = [f"Trained, not analysed yet: {', '.join(waiting)}.", ""] if waiting else []
     settings = next((r.analysis_settings for r in records if r.analysis_settings), None)
     if settings is None:
-        return ["The analyses have not run yet.", ""]
+        return ["The analyses have not run yet.", "", *pending]
     exact = settings["exact_sentences"]
     sentences = next(r.analysis.sentences for r in records if r.analysis)
     return [
@@ -231,6 +234,7 @@ def _analysis_note(records: list[RunRecord]) -> list[str]:
         f"{'every sentence' if exact is None else f'the first {exact}'} with a budget of "
         f"{settings['state_budget']:,} states per sentence.",
         "",
+        *pending,
     ]
 
 

@@ -100,6 +100,11 @@ class MoeComparison:
     experts: dict
 
 
+def moe_run_names() -> list[str]:
+    """The runs the moe comparison compares: the softmax baseline, then the hard-MoE model."""
+    return [run.name for run in MOE.fixed_runs]
+
+
 def moe_comparison_files(results_dir: Path) -> tuple[Path, Path]:
     """Where the moe comparison is written: `diversity.json` and `experts.json`."""
     folder = Path(results_dir) / MOE.name
@@ -110,7 +115,7 @@ def read_moe_comparison(results_dir: Path) -> MoeComparison | None:
     """The moe comparison, or None if there is none of the plan's current runs."""
     diversity_file, experts_file = moe_comparison_files(results_dir)
     diversity, experts = read_json(diversity_file), read_json(experts_file)
-    runs = [run.name for run in MOE.fixed_runs]
+    runs = moe_run_names()
     if diversity is None or experts is None or diversity.get("runs") != runs:
         return None
     return MoeComparison(runs, diversity["sentences"], diversity["methods"], experts)

@@ -58,7 +58,12 @@ from tfscones.reproduction.plans import (
     Plan,
     PlannedRun,
 )
-from tfscones.reproduction.records import moe_comparison_files, read_moe_comparison, read_run
+from tfscones.reproduction.records import (
+    moe_comparison_files,
+    moe_run_names,
+    read_moe_comparison,
+    read_run,
+)
 from tfscones.run_folder import RunFolder
 from tfscones.training import runner
 from tfscones.training.config import ExperimentConfig, data_path, load_config
@@ -241,7 +246,7 @@ def _moe_comparison(out_dir: Path) -> list[str]:
     """Compares the moe plan's runs, unless a comparison of these runs exists."""
     if read_moe_comparison(out_dir) is not None:
         return []
-    runs = [run.name for run in MOE.fixed_runs]
+    runs = moe_run_names()
     experts, reports, sentences = _compare_moe(*(out_dir / name for name in runs))
     diversity_file, experts_file = moe_comparison_files(out_dir)
     diversity_file.parent.mkdir(parents=True, exist_ok=True)

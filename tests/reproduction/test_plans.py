@@ -82,6 +82,22 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
     assert chosen_on_dev(tmp_path, runs) == smoothed
 
 
+def test_a_second_seed_of_each_sparse_head_follows_its_choice_on_dev(tmp_path):
+    entmax_runs, sparsemax_runs = smoothing_runs("entmax-1.5"), smoothing_runs("sparsemax")
+    for run in entmax_runs:
+        finish(tmp_path, run, 30.0 if run.name.endswith("ls0-seed1") else 29.0)
+    finish(tmp_path, next(iter(sparsemax_runs)), 28.0)
+
+    (second_seed,) = PLANS["entmax"].runs(tmp_path)[-1:]
+    assert second_seed.name == "multi30k-entmax15-ls0-seed2"
+    assert second_seed.label == "entmax-1.5 ε=0" and not second_seed.analysed
+
+    for run in sparsemax_runs:
+        if not (tmp_path / run.name).exists():
+            finish(tmp_path, run, 27.0)
+    assert PLANS["entmax"].runs(tmp_path)[-1].name == "multi30k-sparsemax-seed2"
+
+
 def test_the_softmax_baseline_is_one_run_for_both_multi30k_papers():
     scones = {run.name for run in PLANS["scones"].fixed_runs}
     entmax = {run.name for run in PLANS["entmax"].fixed_runs}

@@ -200,7 +200,7 @@ def test_targets_say_met_or_missed_with_the_mean_of_the_seeds(results_dir, tmp_p
     assert "| softmax greedy test BLEU, mean of seeds ≥ 37.0 | 36.8 | missed |" in page
     assert "| SCONES (α by dev) greedy test BLEU, mean of seeds ≥ 37.5 | 38.1 | met |" in page
     # sparsemax without label smoothing is the better on dev (35.5 against 35.0).
-    assert "sparsemax ε chosen on dev: 0.0." in page
+    assert "sparsemax ε chosen on dev: 0." in page
     assert "| sparsemax (ε by dev) greedy test BLEU ≥ 35.0 | 34.8 | missed |" in page
     assert "| entmax-1.5 (ε by dev) greedy test BLEU ≥ 36.5 | 36.7 | met |" in page
     assert "in < 1% of test sentences | 0.5% | met |" in page

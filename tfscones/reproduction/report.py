@@ -287,7 +287,7 @@ def _choice(
         return None, []
     leading = find(records, choice.run.label)
     if choice.final:
-        return leading, [f"{setting} chosen on dev: {values[choice.run]}.", ""]
+        return leading, [f"{setting} chosen on dev: {values[choice.run]:g}.", ""]
     unfinished = [run.label for run in values if not find(records, run.label).finished]
     return leading, [
         f"{setting} chosen on dev: not yet ({', '.join(unfinished)} still to finish); until "

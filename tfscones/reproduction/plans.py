@@ -14,6 +14,9 @@ each head, the run best on dev (`chosen_on_dev`): Peters & Martins's claims are 
 that entmax-1.5 run, the sparsemax target with that sparsemax run. Once a head's ε is chosen,
 the plan adds a second seed of its chosen run, as the targets are means over seeds.
 
+The moe plan trains the softmax baseline and the hard-MoE model on the demo corpus, each with
+dropout 0 and 0.1, and compares the two runs chosen on dev (`moe_compared_runs`).
+
 The `demo` plan is no paper's: it trains the two configs of `tfscones demo` for fixed step
 budgets, so that the demo, bounded by minutes, can say what its step count should give.
 """
@@ -42,6 +45,8 @@ MOE_EXPERTS = 5
 # still climbing (best dev BLEU softmax 21.7, hard-MoE 17.4); at 6,000 both are better on dev
 # (22.2 and 18.4, the mixture's best at 3,600 steps, as it overfits without dropout after).
 MOE_STEPS = 6000
+MOE_DROPOUTS = (0.0, 0.1)
+MOE_CONFIGS = {"softmax": "demo_softmax", f"hard-MoE K={MOE_EXPERTS}": f"demo_moe_k{MOE_EXPERTS}"}
 DEMO_STEPS = (1000, 2000, 3000)
 
 
@@ -210,6 +215,30 @@ def second_seeds_at_chosen_smoothing(out_dir: Path) -> tuple[PlannedRun, ...]:
     )
 
 
+def moe_run(model: str, dropout: float) -> PlannedRun:
+    """A model of the moe plan with dropout 0 (the demo's) or 0.1 (the config's `_dropout0.1` twin).
+
+    Args:
+        model: `softmax` or `hard-MoE K=5` (`MOE_CONFIGS`).
+        dropout: One of `MOE_DROPOUTS`.
+    """
+    config = MOE_CONFIGS[model] + (f"_dropout{dropout:g}" if dropout else "")
+    return PlannedRun(
+        config, 1, f"{model} dropout={dropout:g}", steps=MOE_STEPS, corpus="demo", analysed=False
+    )
+
+
+def moe_runs(model: str) -> dict[PlannedRun, float]:
+    """The runs of a moe-plan model that its dropout is chosen between on dev, with dropout."""
+    return {moe_run(model, dropout): dropout for dropout in MOE_DROPOUTS}
+
+
+def moe_compared_runs(out_dir: Path) -> tuple[PlannedRun, PlannedRun] | None:
+    """The softmax and hard-MoE runs chosen on dev, or None until every run has finished."""
+    chosen = [chosen_on_dev(out_dir, moe_runs(model)) for model in MOE_CONFIGS]
+    return None if None in chosen else tuple(chosen)
+
+
 SOFTMAX = PlannedRun("multi30k_softmax", 1, "softmax")
 SCONES = Plan(
     name="scones",
@@ -234,17 +263,7 @@ ENTMAX = Plan(
 MOE = Plan(
     name="moe",
     title="Shen et al. (2019), mixture models for diverse machine translation",
-    fixed_runs=(
-        PlannedRun("demo_softmax", 1, "softmax", steps=MOE_STEPS, corpus="demo", analysed=False),
-        PlannedRun(
-            f"demo_moe_k{MOE_EXPERTS}",
-            1,
-            f"hard-MoE K={MOE_EXPERTS}",
-            steps=MOE_STEPS,
-            corpus="demo",
-            analysed=False,
-        ),
-    ),
+    fixed_runs=tuple(run for model in MOE_CONFIGS for run in moe_runs(model)),
 )
 DEMO = Plan(
     name="demo",

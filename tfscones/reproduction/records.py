@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from tfscones.evaluation.analysis import ModelAnalysis
-from tfscones.reproduction.plans import MOE, PlannedRun
+from tfscones.reproduction.plans import MOE, PlannedRun, moe_compared_runs
 from tfscones.run_folder import RunFolder
 
 
@@ -100,9 +100,13 @@ class MoeComparison:
     experts: dict
 
 
-def moe_run_names() -> list[str]:
-    """The runs the moe comparison compares: the softmax baseline, then the hard-MoE model."""
-    return [run.name for run in MOE.fixed_runs]
+def moe_run_names(results_dir: Path) -> list[str] | None:
+    """The runs the moe comparison compares, each chosen on dev: softmax, then hard-MoE.
+
+    None until every run of the moe plan has finished.
+    """
+    runs = moe_compared_runs(Path(results_dir))
+    return None if runs is None else [run.name for run in runs]
 
 
 def moe_comparison_files(results_dir: Path) -> tuple[Path, Path]:
@@ -115,8 +119,8 @@ def read_moe_comparison(results_dir: Path) -> MoeComparison | None:
     """The moe comparison, or None if there is none of the plan's current runs."""
     diversity_file, experts_file = moe_comparison_files(results_dir)
     diversity, experts = read_json(diversity_file), read_json(experts_file)
-    runs = moe_run_names()
-    if diversity is None or experts is None or diversity.get("runs") != runs:
+    runs = moe_run_names(results_dir)
+    if runs is None or diversity is None or experts is None or diversity.get("runs") != runs:
         return None
     return MoeComparison(runs, diversity["sentences"], diversity["methods"], experts)
 

@@ -246,7 +246,7 @@ def _moe_comparison(out_dir: Path) -> list[str]:
     """Compares the moe plan's runs, unless a comparison of these runs exists."""
     if read_moe_comparison(out_dir) is not None:
         return []
-    runs = moe_run_names()
+    runs = moe_run_names(out_dir)
     experts, reports, sentences = _compare_moe(*(out_dir / name for name in runs))
     diversity_file, experts_file = moe_comparison_files(out_dir)
     diversity_file.parent.mkdir(parents=True, exist_ok=True)

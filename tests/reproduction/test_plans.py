@@ -10,6 +10,8 @@ from tfscones.reproduction.plans import (
     chosen_alpha,
     chosen_on_dev,
     dev_choice,
+    moe_compared_runs,
+    moe_runs,
     scones_run,
     smoothing_runs,
 )
@@ -96,6 +98,28 @@ def test_a_second_seed_of_each_sparse_head_follows_its_choice_on_dev(tmp_path):
         if not (tmp_path / run.name).exists():
             finish(tmp_path, run, 27.0)
     assert PLANS["entmax"].runs(tmp_path)[-1].name == "multi30k-sparsemax-seed2"
+
+
+def test_the_moe_comparison_takes_each_models_dropout_chosen_on_dev(tmp_path):
+    softmax_runs, mixture_runs = moe_runs("softmax"), moe_runs("hard-MoE K=5")
+    # The runs without dropout keep the names of the moe plan's first runs, which they are.
+    assert [run.name for run in (*softmax_runs, *mixture_runs)] == [
+        "demo-softmax-6000steps-seed1",
+        "demo-softmax-dropout0.1-6000steps-seed1",
+        "demo-moe-k5-6000steps-seed1",
+        "demo-moe-k5-dropout0.1-6000steps-seed1",
+    ]
+    for run, dropout in (softmax_runs | mixture_runs).items():
+        config = load_config(run.config, run.config_overrides("data", tmp_path))
+        assert config.model.dropout == dropout
+        assert config.model.num_experts == (5 if run in mixture_runs else None)
+
+    for run, dev_bleu in zip([*softmax_runs, *mixture_runs], [22.0, 21.0, 18.0], strict=False):
+        finish(tmp_path, run, dev_bleu)
+    assert moe_compared_runs(tmp_path) is None
+    finish(tmp_path, list(mixture_runs)[1], 19.0)
+
+    assert moe_compared_runs(tmp_path) == (list(softmax_runs)[0], list(mixture_runs)[1])
 
 
 def test_the_softmax_baseline_is_one_run_for_both_multi30k_papers():

@@ -29,6 +29,10 @@ SCORES = {
     ("entmax-1.5 ε=0", 1): (36.9, 36.2, 36.6),
     ("sparsemax ε=0.1", 1): (35.0, 34.0, 34.5),
     ("sparsemax ε=0", 1): (35.5, 34.8, 35.0),
+    ("softmax dropout=0", 1): (22.0, 21.0, 21.5),
+    ("softmax dropout=0.1", 1): (21.5, 20.8, 21.0),
+    ("hard-MoE K=5 dropout=0", 1): (18.0, 17.0, 17.5),
+    ("hard-MoE K=5 dropout=0.1", 1): (19.0, 18.0, 18.5),
 }
 EMPTY_RATE = {
     "softmax": 0.23,
@@ -100,7 +104,7 @@ def write_run(out_dir, run, scores) -> None:
 def results_dir(tmp_path):
     out = tmp_path / "reproduction"
     out.mkdir()
-    for plan in ("scones", "entmax"):
+    for plan in ("scones", "entmax", "moe"):
         for run in PLANS[plan].fixed_runs:
             write_run(out, run, SCORES[run.label, run.seed])
     moe = out / MOE.name
@@ -120,7 +124,8 @@ def results_dir(tmp_path):
         )
         for name, values in methods.items()
     }
-    runs = [run.name for run in MOE.fixed_runs]
+    # Dropout chosen on dev (`SCORES`): 0 for softmax, 0.1 for hard-MoE.
+    runs = ["demo-softmax-6000steps-seed1", "demo-moe-k5-dropout0.1-6000steps-seed1"]
     diversity = {"runs": runs, "sentences": 522, "methods": reports}
     (moe / "diversity.json").write_text(json.dumps(diversity))
     experts = {
@@ -224,6 +229,23 @@ def test_a_folder_without_runs_gives_a_page_of_commands(tmp_path):
     page = write_report(tmp_path, tmp_path / "results.md")
     assert page.count("not run yet") >= 10
     assert "The diversity comparison of these runs has not run yet." in page
+
+
+def test_the_moe_comparison_waits_for_each_models_dropout_chosen_on_dev(results_dir, tmp_path):
+    page = write_report(results_dir, tmp_path / "results.md")
+    assert "softmax dropout chosen on dev: 0." in page
+    assert "hard-MoE K=5 dropout chosen on dev: 0.1." in page
+    assert "| hard-MoE K=5 | 30.0 |" in page
+    shutil.rmtree(results_dir / "demo-moe-k5-dropout0.1-6000steps-seed1")
+
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    assert (
+        "hard-MoE K=5 dropout chosen on dev: not yet (hard-MoE K=5 dropout=0.1 still to finish)"
+        in page
+    )
+    assert "The diversity comparison of these runs has not run yet." in page
+    assert "| hard-MoE K=5 | 30.0 |" not in page
 
 
 def test_a_diversity_comparison_of_other_runs_is_not_shown(results_dir, tmp_path):

@@ -24,6 +24,8 @@ from tfscones.reproduction.plans import (
     DEMO_STEPS,
     ENTMAX,
     MOE,
+    MOE_CONFIGS,
+    MOE_DROPOUTS,
     MOE_EXPERTS,
     MOE_STEPS,
     PLANS,
@@ -34,6 +36,7 @@ from tfscones.reproduction.plans import (
     Plan,
     PlannedRun,
     dev_choice,
+    moe_runs,
     scones_run,
     smoothing_runs,
 )
@@ -504,14 +507,18 @@ def _moe_section(records, results_dir: Path, figures: Path, folder: str) -> list
     lines = [
         f"## {MOE.title}",
         "",
-        f"The bundled Tatoeba German→English corpus, both models trained {MOE_STEPS:,} steps; "
+        f"The bundled Tatoeba German→English corpus, both models trained {MOE_STEPS:,} steps "
+        f"with dropout {' and '.join(f'{d:g}' for d in MOE_DROPOUTS)}, each model's dropout "
+        "chosen on dev (the hard-MoE model's dev BLEU is its expert 0's); "
         f"K = {MOE_EXPERTS} translations of each sentence of the multi-reference dev set "
-        "(`multiref-dev.de-en.jsonl`) by the hard-MoE model's experts and by four decoding "
-        "baselines of the softmax model.",
+        "(`multiref-dev.de-en.jsonl`) by the chosen hard-MoE model's experts and by four "
+        "decoding baselines of the chosen softmax model.",
         "",
         *_command(MOE, folder),
         *_quality_table(records),
     ]
+    for model in MOE_CONFIGS:
+        lines += _choice(records, results_dir, moe_runs(model), f"{model} dropout")[1]
     comparison = read_moe_comparison(results_dir)
     if comparison is None:
         return lines + ["The diversity comparison of these runs has not run yet.", ""]

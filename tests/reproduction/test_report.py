@@ -159,6 +159,24 @@ def test_the_quality_tables_hold_each_run_and_the_seed_spread(results_dir, tmp_p
     assert "tfscones reproduce scones --data ../shared/data --out docs/reproduction" in page
 
 
+def test_the_seed_spread_takes_every_multi30k_recipe_and_judges_both_sections(
+    results_dir, tmp_path
+):
+    second_seeds = {run.label: run for run in PLANS["entmax"].runs(results_dir) if run.seed == 2}
+    second_seed = second_seeds["sparsemax ε=0"]
+    write_run(results_dir, second_seed, (35.0, 33.4, 34.0))
+
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    # sparsemax ε=0 seeds 34.8 and 33.4 differ by 1.4, more than softmax's 0.4: in both sections.
+    spread = "Seed spread: 1.4 greedy test BLEU"
+    assert page.count(spread) == 2
+    assert "`multi30k_sparsemax_ls0` 34.8 and 33.4" in page
+    # SCONES α=0.5 against softmax, +1.3, is no longer beyond the spread.
+    assert "38.10 against 36.80 (+1.30). Verdict: **agrees**" not in page
+    assert "38.10 against 36.80 (+1.30). Verdict: **too small to tell**" in page
+
+
 def test_trained_runs_not_analysed_yet_are_named(results_dir, tmp_path):
     assert "not analysed yet" not in write_report(results_dir, tmp_path / "results.md")
     (results_dir / "multi30k-scones-a1.0-seed1" / "analysis.json").unlink()

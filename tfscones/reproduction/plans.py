@@ -45,6 +45,7 @@ MOE_EXPERTS = 5
 # still climbing (best dev BLEU softmax 21.7, hard-MoE 17.4); at 6,000 both are better on dev
 # (22.2 and 18.4, the mixture's best at 3,600 steps, as it overfits without dropout after).
 MOE_STEPS = 6000
+# Each model's dropout is chosen on dev between these (the configs' `_dropout0.1` twins).
 MOE_DROPOUTS = (0.0, 0.1)
 MOE_CONFIGS = {"softmax": "demo_softmax", f"hard-MoE K={MOE_EXPERTS}": f"demo_moe_k{MOE_EXPERTS}"}
 DEMO_STEPS = (1000, 2000, 3000)

@@ -141,13 +141,18 @@ def _history(path: Path) -> list[dict]:
         ]
 
 
+def seed_scores(records: list[RunRecord]) -> dict[str, dict[int, float]]:
+    """Greedy test BLEU by seed of each config with two or more finished seeds."""
+    by_config: dict[str, dict[int, float]] = {}
+    for record in records:
+        if record.finished and record.test_bleu() is not None:
+            by_config.setdefault(record.run.config, {})[record.run.seed] = record.test_bleu()
+    return {config: scores for config, scores in by_config.items() if len(scores) > 1}
+
+
 def seed_spread(records: list[RunRecord]) -> float | None:
     """The largest greedy test BLEU difference between two seeds of one config."""
-    by_config: dict[str, list[float]] = {}
-    for record in records:
-        if record.finished:
-            by_config.setdefault(record.run.config, []).append(record.test_bleu())
-    spreads = [max(scores) - min(scores) for scores in by_config.values() if len(scores) > 1]
+    spreads = [max(s.values()) - min(s.values()) for s in seed_scores(records).values()]
     return max(spreads) if spreads else None
 
 

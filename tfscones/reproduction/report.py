@@ -46,6 +46,7 @@ from tfscones.reproduction.records import (
     mean_over_seeds,
     read_moe_comparison,
     read_run,
+    seed_scores,
     seed_spread,
 )
 from tfscones.reproduction.targets import targets_table
@@ -208,11 +209,10 @@ def _spread_lines(multi30k: list[RunRecord], spread: float | None) -> list[str]:
     """The seed spread, with the seed pairs of every Multi30k recipe it is taken over."""
     if spread is None:
         return ["Seed spread: not measured yet (the seed-2 runs have not finished).", ""]
-    pairs = []
-    for config in sorted({r.run.config for r in multi30k if r.run.seed == 2}):
-        scores = {r.run.seed: r.test_bleu() for r in multi30k if r.run.config == config}
-        if None not in scores.values() and len(scores) > 1:
-            pairs.append(f"`{config}` {scores[1]:.1f} and {scores[2]:.1f}")
+    pairs = [
+        f"`{config}` {scores[1]:.1f} and {scores[2]:.1f}"
+        for config, scores in sorted(seed_scores(multi30k).items())
+    ]
     return [
         f"Seed spread: {spread:.1f} greedy test BLEU, the largest difference between the seeds "
         f"of one Multi30k recipe (seeds 1 and 2: {'; '.join(pairs)}).",

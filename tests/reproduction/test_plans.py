@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -12,6 +13,7 @@ from tfscones.reproduction.plans import (
     dev_choice,
     moe_compared_runs,
     moe_runs,
+    recipe_runs,
     scones_run,
     smoothing_runs,
 )
@@ -84,8 +86,31 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
     assert chosen_on_dev(tmp_path, runs) == smoothed
 
 
+def test_sparsemax_chooses_its_peak_learning_rate_on_dev_too(tmp_path):
+    runs = recipe_runs("sparsemax")
+    assert list(runs)[:2] == list(smoothing_runs("sparsemax"))
+    higher_rate = list(runs)[2]
+    assert higher_rate.name == "multi30k-sparsemax-ls0-lr0.003-seed1"
+    assert runs[higher_rate] == "ε=0, peak learning rate 0.003"
+    assert not higher_rate.analysed
+    config = load_config(higher_rate.config, higher_rate.config_overrides("data", tmp_path))
+    recipe = load_config("multi30k_sparsemax_ls0", higher_rate.config_overrides("data", tmp_path))
+    assert config.training.learning_rate == 0.003 != recipe.training.learning_rate
+    assert dataclasses.replace(config, training=recipe.training) == recipe
+    assert recipe_runs("entmax-1.5") == {
+        run: f"ε={smoothing:g}" for run, smoothing in smoothing_runs("entmax-1.5").items()
+    }
+
+    for run, dev in zip(runs, (30.0, 31.0), strict=False):
+        finish(tmp_path, run, dev)
+    assert chosen_on_dev(tmp_path, runs) is None
+    finish(tmp_path, higher_rate, 31.5)
+    assert chosen_on_dev(tmp_path, runs) == higher_rate
+    assert PLANS["entmax"].runs(tmp_path)[-1].name == "multi30k-sparsemax-ls0-lr0.003-seed2"
+
+
 def test_a_second_seed_of_each_sparse_head_follows_its_choice_on_dev(tmp_path):
-    entmax_runs, sparsemax_runs = smoothing_runs("entmax-1.5"), smoothing_runs("sparsemax")
+    entmax_runs, sparsemax_runs = recipe_runs("entmax-1.5"), recipe_runs("sparsemax")
     for run in entmax_runs:
         finish(tmp_path, run, 30.0 if run.name.endswith("ls0-seed1") else 29.0)
     finish(tmp_path, next(iter(sparsemax_runs)), 28.0)

@@ -59,8 +59,11 @@ def test_each_run_is_trained_evaluated_and_analysed_then_skipped(
     out = tmp_path / "out"
     done = reproduce("entmax", out, data_dir, SETTINGS, TINY)
 
-    names = [run.name for run in PLANS["entmax"].fixed_runs]
-    expected = [f"{step} {name}" for name in names for step in ("train", "evaluate", "analyse")]
+    expected = [
+        f"{step} {run.name}"
+        for run in PLANS["entmax"].fixed_runs
+        for step in ("train", "evaluate", "analyse")[: 3 if run.analysed else 2]
+    ]
     second_seeds = ["multi30k-entmax15-seed2", "multi30k-sparsemax-seed2"]  # ε on a dev tie: 0.1
     expected += [f"{step} {name}" for name in second_seeds for step in ("train", "evaluate")]
     assert recorded_steps == expected
@@ -84,7 +87,8 @@ def test_other_analysis_settings_redo_the_analyses_alone(data_dir, tmp_path, rec
     wider = AnalysisSettings(beam_sizes=(1, 2, 4), exact_sentences=3, state_budget=40)
     reproduce("entmax", out, data_dir, wider, TINY)
 
-    assert recorded_steps == [f"analyse {run.name}" for run in PLANS["entmax"].fixed_runs]
+    analysed = [run for run in PLANS["entmax"].fixed_runs if run.analysed]
+    assert recorded_steps == [f"analyse {run.name}" for run in analysed]
 
 
 def test_the_scones_plan_trains_tanh_at_the_alpha_chosen_on_dev(data_dir, tmp_path, recorded_steps):

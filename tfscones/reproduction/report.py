@@ -32,11 +32,13 @@ from tfscones.reproduction.plans import (
     SCONES,
     SCONES_ALPHAS,
     SPARSE_CONFIGS,
+    SPARSE_LEARNING_RATES,
     SPARSE_SMOOTHING,
     Plan,
     PlannedRun,
     dev_choice,
     moe_runs,
+    recipe_runs,
     scones_run,
     smoothing_runs,
 )
@@ -263,7 +265,7 @@ def _scones_section(records, multi30k, results_dir, spread, figures, folder) -> 
     ]
     softmax = find(records, "softmax")
     alphas = {scones_run(alpha): alpha for alpha in SCONES_ALPHAS}
-    chosen, choice = _choice(records, results_dir, alphas, "α")
+    chosen, choice = _choice(records, results_dir, _settings(alphas), "α")
     lines += choice + _scones_claims(softmax, chosen, multi30k, spread)
     analyses = _analysed(records)
     lines += _analysis_note(records)
@@ -272,16 +274,22 @@ def _scones_section(records, multi30k, results_dir, spread, figures, folder) -> 
     return lines
 
 
+def _settings(values: dict[PlannedRun, float]) -> dict[PlannedRun, str]:
+    """Each run's value of a setting as the page writes it (`0.5`, `0`)."""
+    return {run: f"{value:g}" for run, value in values.items()}
+
+
 def _choice(
-    records: list[RunRecord], results_dir: Path, values: dict[PlannedRun, float], setting: str
+    records: list[RunRecord], results_dir: Path, values: dict[PlannedRun, str], setting: str
 ) -> tuple[RunRecord | None, list[str]]:
     """The record the claims are judged with, and the line that says which and why.
 
     Args:
         records: The section's records.
         results_dir: The reproduction folder.
-        values: The runs chosen between, each with its value of the setting.
-        setting: The setting chosen on dev (`α`, `sparsemax ε`).
+        values: The runs chosen between, each with its value of the setting as the page
+            writes it.
+        setting: The setting chosen on dev (`α`, `softmax dropout`; `sparsemax` for its recipe).
 
     Returns:
         The run chosen on dev, or until every run has finished, the best on dev so far
@@ -292,7 +300,7 @@ def _choice(
         return None, []
     leading = find(records, choice.run.label)
     if choice.final:
-        return leading, [f"{setting} chosen on dev: {values[choice.run]:g}.", ""]
+        return leading, [f"{setting} chosen on dev: {values[choice.run]}.", ""]
     unfinished = [run.label for run in values if not find(records, run.label).finished]
     return leading, [
         f"{setting} chosen on dev: not yet ({', '.join(unfinished)} still to finish); until "
@@ -422,7 +430,9 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         "Softmax, entmax-1.5 and sparsemax on the Multi30k recipe of the SCONES section; "
         "entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ "
         f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
-        "each).",
+        "each); sparsemax also at ε = 0 with a higher peak learning rate ("
+        f"{', '.join(f'{rate:g}' for rate in SPARSE_LEARNING_RATES['sparsemax'])}), chosen on "
+        "the dev set too.",
         "",
         *_command(ENTMAX, folder),
         *_quality_table(records),
@@ -431,7 +441,7 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
     softmax = find(records, "softmax")
     chosen = {}
     for head in SPARSE_CONFIGS:
-        chosen[head], choice = _choice(records, results_dir, smoothing_runs(head), f"{head} ε")
+        chosen[head], choice = _choice(records, results_dir, recipe_runs(head), head)
         lines += choice
     entmax = chosen["entmax-1.5"]
     claims = []
@@ -521,7 +531,7 @@ def _moe_section(records, results_dir: Path, figures: Path, folder: str) -> list
         *_quality_table(records),
     ]
     for model in MOE_CONFIGS:
-        lines += _choice(records, results_dir, moe_runs(model), f"{model} dropout")[1]
+        lines += _choice(records, results_dir, _settings(moe_runs(model)), f"{model} dropout")[1]
     comparison = read_moe_comparison(results_dir)
     if comparison is None:
         return lines + ["The diversity comparison of these runs has not run yet.", ""]

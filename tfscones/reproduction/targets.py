@@ -1,9 +1,9 @@
 """The figures the reproductions are meant to reach, read from a reproduction folder's records.
 
 Greedy test BLEU is the mean over the finished seeds of a recipe (Multi30k test_2016_flickr);
-SCONES's α and the label smoothing of entmax-1.5 and of sparsemax are those chosen on dev (until
-every run of the choice has finished, the best on dev so far); the hard-MoE figures are on the
-multi-reference Tatoeba dev set.
+SCONES's α, the label smoothing of entmax-1.5 and of sparsemax and sparsemax's learning rate are
+those chosen on dev (until every run of the choice has finished, the best on dev so far); the
+hard-MoE figures are on the multi-reference Tatoeba dev set.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from tfscones.reproduction.plans import (
     SCONES_ALPHAS,
     PlannedRun,
     judged_on_dev,
+    recipe_runs,
     scones_run,
-    smoothing_runs,
 )
 from tfscones.reproduction.records import RunRecord, find, mean_over_seeds, read_moe_comparison
 
@@ -46,7 +46,7 @@ def _chosen_greedy(plan: str, runs: list[PlannedRun]):
 
 
 def _entmax_empty_rate(records, results_dir):
-    chosen = judged_on_dev(results_dir, smoothing_runs("entmax-1.5"))
+    chosen = judged_on_dev(results_dir, recipe_runs("entmax-1.5"))
     entmax = find(records["entmax"], chosen.label) if chosen else None
     return entmax.analysis.empty_string_rate if entmax and entmax.analysis else None
 
@@ -76,12 +76,12 @@ TARGETS = (
     ),
     Target(
         "entmax-1.5 (ε by dev) greedy test BLEU, mean of seeds ≥ 36.5",
-        _chosen_greedy("entmax", smoothing_runs("entmax-1.5")),
+        _chosen_greedy("entmax", recipe_runs("entmax-1.5")),
         lambda v: v >= 36.5,
     ),
     Target(
-        "sparsemax (ε by dev) greedy test BLEU, mean of seeds ≥ 35.0",
-        _chosen_greedy("entmax", smoothing_runs("sparsemax")),
+        "sparsemax (ε and learning rate by dev) greedy test BLEU, mean of seeds ≥ 35.0",
+        _chosen_greedy("entmax", recipe_runs("sparsemax")),
         lambda v: v >= 35.0,
     ),
     Target(

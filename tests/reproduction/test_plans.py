@@ -89,13 +89,13 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
 def test_sparsemax_chooses_its_peak_learning_rate_on_dev_too(tmp_path):
     runs = recipe_runs("sparsemax")
     assert list(runs)[:2] == list(smoothing_runs("sparsemax"))
-    higher_rate = list(runs)[2]
-    assert higher_rate.name == "multi30k-sparsemax-ls0-lr0.003-seed1"
-    assert runs[higher_rate] == "ε=0, peak learning rate 0.003"
-    assert not higher_rate.analysed
-    config = load_config(higher_rate.config, higher_rate.config_overrides("data", tmp_path))
-    recipe = load_config("multi30k_sparsemax_ls0", higher_rate.config_overrides("data", tmp_path))
-    assert config.training.learning_rate == 0.003 != recipe.training.learning_rate
+    other_rate = list(runs)[2]
+    assert other_rate.name == "multi30k-sparsemax-ls0-lr0.001-seed1"
+    assert runs[other_rate] == "ε=0, peak learning rate 0.001"
+    assert not other_rate.analysed
+    config = load_config(other_rate.config, other_rate.config_overrides("data", tmp_path))
+    recipe = load_config("multi30k_sparsemax_ls0", other_rate.config_overrides("data", tmp_path))
+    assert config.training.learning_rate == 0.001 != recipe.training.learning_rate
     assert dataclasses.replace(config, training=recipe.training) == recipe
     assert recipe_runs("entmax-1.5") == {
         run: f"ε={smoothing:g}" for run, smoothing in smoothing_runs("entmax-1.5").items()
@@ -104,9 +104,9 @@ def test_sparsemax_chooses_its_peak_learning_rate_on_dev_too(tmp_path):
     for run, dev in zip(runs, (30.0, 31.0), strict=False):
         finish(tmp_path, run, dev)
     assert chosen_on_dev(tmp_path, runs) is None
-    finish(tmp_path, higher_rate, 31.5)
-    assert chosen_on_dev(tmp_path, runs) == higher_rate
-    assert PLANS["entmax"].runs(tmp_path)[-1].name == "multi30k-sparsemax-ls0-lr0.003-seed2"
+    finish(tmp_path, other_rate, 31.5)
+    assert chosen_on_dev(tmp_path, runs) == other_rate
+    assert PLANS["entmax"].runs(tmp_path)[-1].name == "multi30k-sparsemax-ls0-lr0.001-seed2"
 
 
 def test_a_second_seed_of_each_sparse_head_follows_its_choice_on_dev(tmp_path):

@@ -430,9 +430,9 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         "Softmax, entmax-1.5 and sparsemax on the Multi30k recipe of the SCONES section; "
         "entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ "
         f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
-        "each); sparsemax also at ε = 0 with a higher peak learning rate ("
-        f"{', '.join(f'{rate:g}' for rate in SPARSE_LEARNING_RATES['sparsemax'])}), chosen on "
-        "the dev set too.",
+        "each); sparsemax also at ε = 0 with a peak learning rate of "
+        f"{', '.join(f'{rate:g}' for rate in SPARSE_LEARNING_RATES['sparsemax'])} (the recipe's "
+        "is 0.002), chosen on the dev set too.",
         "",
         *_command(ENTMAX, folder),
         *_quality_table(records),

@@ -60,6 +60,7 @@ from tfscones.reproduction.verdicts import (
     bleu_verdict,
     rate_verdict,
 )
+from tfscones.training.config import load_config
 
 
 def write_report(results_dir: str | Path, out: str | Path, command_dir: str | None = None) -> str:
@@ -432,7 +433,8 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
         "each); sparsemax also at ε = 0 with a peak learning rate of "
         f"{', '.join(f'{rate:g}' for rate in SPARSE_LEARNING_RATES['sparsemax'])} (the recipe's "
-        "is 0.002), chosen on the dev set too.",
+        f"is {load_config(SPARSE_CONFIGS['sparsemax']).training.learning_rate:g}), chosen on "
+        "the dev set too.",
         "",
         *_command(ENTMAX, folder),
         *_quality_table(records),

@@ -88,8 +88,8 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
 
 def test_sparsemax_chooses_its_peak_learning_rate_on_dev_too(tmp_path):
     runs = recipe_runs("sparsemax")
-    assert list(runs)[:2] == list(smoothing_runs("sparsemax"))
-    other_rate = list(runs)[2]
+    smoothed, unsmoothed, other_rate = runs
+    assert [smoothed, unsmoothed] == list(smoothing_runs("sparsemax"))
     assert other_rate.name == "multi30k-sparsemax-ls0-lr0.001-seed1"
     assert runs[other_rate] == "ε=0, peak learning rate 0.001"
     assert not other_rate.analysed
@@ -101,8 +101,8 @@ def test_sparsemax_chooses_its_peak_learning_rate_on_dev_too(tmp_path):
         run: f"ε={smoothing:g}" for run, smoothing in smoothing_runs("entmax-1.5").items()
     }
 
-    for run, dev in zip(runs, (30.0, 31.0), strict=False):
-        finish(tmp_path, run, dev)
+    finish(tmp_path, smoothed, 30.0)
+    finish(tmp_path, unsmoothed, 31.0)
     assert chosen_on_dev(tmp_path, runs) is None
     finish(tmp_path, other_rate, 31.5)
     assert chosen_on_dev(tmp_path, runs) == other_rate

@@ -300,11 +300,17 @@ def test_until_alpha_is_chosen_the_best_finished_scones_run_on_dev_stands_in(res
 def test_sparsemax_waits_for_its_learning_rate_run_then_follows_dev(results_dir, tmp_path):
     other_rate = results_dir / "multi30k-sparsemax-ls0-lr0.001-seed1"
     shutil.rmtree(other_rate)
+    second_seed = PLANS["entmax"].runs(results_dir)[-1]
+    assert second_seed.name == "multi30k-sparsemax-ls0-seed2"
+    write_run(results_dir, second_seed, (37.0, 35.6, 36.0))
     page = write_report(results_dir, tmp_path / "results.md")
     assert (
         "sparsemax chosen on dev: not yet (sparsemax ε=0 lr=0.001 still to finish); until then "
         "the page uses sparsemax ε=0, the best on dev so far." in page
     )
+    # The best run so far keeps its second seed on the page and in the target: 34.8 and 35.6.
+    assert "| multi30k-sparsemax-ls0-seed2 | 2 | 3,200 | 37.0 |" in page
+    assert "mean of seeds ≥ 35.0 | 35.2 | met |" in page
 
     run = next(run for run in PLANS["entmax"].fixed_runs if run.name == other_rate.name)
     write_run(results_dir, run, (36.0, 35.1, 35.2))

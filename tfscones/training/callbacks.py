@@ -28,6 +28,16 @@ from tfscones.training.averaging import moving_average_weights
 logger = logging.getLogger(__name__)
 
 
+def random_states(model: keras.Model) -> list[keras.Variable]:
+    """The states of the model's random generators (its dropout layers'), in a fixed order.
+
+    Each `keras.random.SeedGenerator` keeps a counter that every call advances; `save_weights`
+    leaves the counters out, so a model restored from saved weights alone draws its first
+    dropout masks again.
+    """
+    return [variable for variable in model.variables if variable.name == "seed_generator_state"]
+
+
 class StepBackup(keras.callbacks.Callback):
     """Backs up weights and optimizer state every few steps, so a killed run resumes exactly.
 
@@ -38,9 +48,11 @@ class StepBackup(keras.callbacks.Callback):
     trains the remainder (`training.train` finishes the interrupted epoch, then the rest).
 
     Each backup is written to a temporary file and renamed over the previous one, so a kill while
-    writing leaves the previous backup intact. State that lives outside the model (the time a
-    budgeted run has spent) comes from `companions`: objects with `backup_state() -> dict` and
-    `restore_state(dict)`, saved beside the weights in `latest.json` at the same moments.
+    writing leaves the previous backup intact. The states of the model's random generators
+    (`random_states`: which dropout masks come next), which `save_weights` leaves out, and state
+    that lives outside the model (the time a budgeted run has spent), from `companions`: objects
+    with `backup_state() -> dict` and `restore_state(dict)`, are saved beside the weights in
+    `latest.json` at the same moments.
 
     Args:
         directory: Folder of the backup (`latest.weights.h5`, `latest.json`).
@@ -75,10 +87,13 @@ class StepBackup(keras.callbacks.Callback):
             model.load_weights(self.path)
         if self.state_path.exists():
             states = json.loads(self.state_path.read_text(encoding="utf-8"))
-            if isinstance(states, dict):  # {"step": N, "companions": [...]}; a list before
-                states = states["companions"]
-            for companion, state in zip(self.companions, states, strict=False):
+            if isinstance(states, list):  # the companions' states alone, before the step
+                states = {"companions": states}
+            for companion, state in zip(self.companions, states["companions"], strict=False):
                 companion.restore_state(state)
+            if "random" in states:  # older backups kept none: their dropout masks restart
+                for variable, value in zip(random_states(model), states["random"], strict=True):
+                    variable.assign(value)
         steps = int(model.optimizer.iterations.numpy())
         logger.info("resumed from %s at step %d", self.path, steps)
         return steps
@@ -101,6 +116,7 @@ class StepBackup(keras.callbacks.Callback):
         states = {
             "step": int(self.model.optimizer.iterations.numpy()),
             "companions": [companion.backup_state() for companion in self.companions],
+            "random": [variable.numpy().tolist() for variable in random_states(self.model)],
         }
         temporary_state = self.state_path.with_name("saving.json")
         temporary_state.write_text(json.dumps(states), encoding="utf-8")

@@ -1,0 +1,59 @@
+"""Step backups: a fit killed and resumed from its backup ends as the uninterrupted fit."""
+
+import keras
+import numpy as np
+
+from tfscones.training.callbacks import StepBackup, random_states
+
+
+class KillAfter(keras.callbacks.Callback):
+    """Interrupts the fit once the optimizer has taken `step` steps (never if None)."""
+
+    def __init__(self, step: int | None):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.step and int(self.model.optimizer.iterations) >= self.step:
+            raise KeyboardInterrupt
+
+
+def dropout_model() -> keras.Model:
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    return model
+
+
+def fit(folder, kill_after=None, steps=20) -> keras.Model:
+    """Fits one example for `steps` one-step epochs from the backup in `folder`, if any."""
+    model = dropout_model()
+    backup = StepBackup(folder, every_steps=5)
+    done = backup.restore(model)
+    inputs = np.linspace(-1.0, 1.0, 8, dtype="float32")[None]
+    try:
+        model.fit(
+            inputs,
+            np.ones((1, 1), "float32"),
+            epochs=steps,
+            initial_epoch=done,
+            callbacks=[KillAfter(kill_after), backup],
+            verbose=0,
+            shuffle=False,
+        )
+    except KeyboardInterrupt:
+        pass
+    return model
+
+
+def test_a_resumed_fit_draws_the_dropout_masks_of_the_uninterrupted_one(tmp_path):
+    uninterrupted = fit(tmp_path / "uninterrupted")
+    # Killed in step 13, before its backup: the resumed fit starts at step 12's end.
+    fit(tmp_path / "killed", kill_after=13)
+    resumed = fit(tmp_path / "killed")
+
+    assert int(resumed.optimizer.iterations) == 20
+    (state,) = random_states(resumed)
+    np.testing.assert_array_equal(state.numpy(), random_states(uninterrupted)[0].numpy())
+    for weights, expected in zip(resumed.get_weights(), uninterrupted.get_weights(), strict=True):
+        np.testing.assert_array_equal(weights, expected)

@@ -59,6 +59,16 @@ MODELS |= {
     "softmax, EOS likely": {"head": "softmax", "tie_embeddings": True, **EOS_LIKELY},
     "sigmoid, pre-norm, EOS likely": {"head": "sigmoid", "normalize_first": True, **EOS_LIKELY},
     "entmax α=1.3, post-norm": {"head": {"name": "entmax", "alpha": 1.3}},
+    "sparsemax, kernel scale 1/8, pre-norm, tied": {
+        "head": "sparsemax",
+        "output_kernel_scale": 0.125,
+        **LAYOUTS["pre-norm, tied"],
+    },
+    "softmax, kernel scale 0.3, EOS likely": {
+        "head": "softmax",
+        "output_kernel_scale": 0.3,
+        **EOS_LIKELY,
+    },
 }
 
 

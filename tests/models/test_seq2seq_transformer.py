@@ -45,6 +45,25 @@ def test_output_bias_starts_at_the_heads_prior():
     np.testing.assert_array_equal(softmax_bias, np.zeros(VOCAB))
 
 
+@pytest.mark.parametrize("tied", [False, True])
+def test_an_output_kernel_scale_scales_the_logits_of_the_same_weights(tied):
+    unscaled = harness.small_model(VOCAB, "sparsemax", tie_embeddings=tied)
+    scaled = harness.small_model(VOCAB, "sparsemax", tie_embeddings=tied, output_kernel_scale=0.125)
+    scaled.set_weights(unscaled.get_weights())
+    np.testing.assert_allclose(
+        scaled(INPUTS, training=False).numpy(),
+        0.125 * unscaled(INPUTS, training=False).numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    assert scaled.get_config()["output_kernel_scale"] == 0.125
+
+
+def test_an_output_kernel_scale_out_of_range_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"output_kernel_scale must be .* \(got -1\.0\)"):
+        harness.small_model(VOCAB, output_kernel_scale=-1.0)
+
+
 def embedding_sized(model):
     return [v for v in model.trainable_variables if sorted(v.shape) == sorted([VOCAB, 16])]
 
@@ -91,13 +110,14 @@ def test_get_config_round_trip():
     [
         (heads.SigmoidHead(), {"tie_embeddings": True, "normalize_first": True}),
         (heads.EntmaxHead(alpha=1.3, n_iter=30), {}),
+        ("sparsemax", {"tie_embeddings": True, "output_kernel_scale": 0.125}),
     ],
 )
 def test_save_and_load_give_identical_outputs(tmp_path, head, overrides):
     model = harness.small_model(VOCAB, head, **overrides)
     restored = harness.saved_and_loaded(model, tmp_path)
     assert isinstance(restored, Seq2SeqTransformer)
-    assert restored.head == head
+    assert restored.head == heads.get(head)
     assert restored.get_config() == model.get_config()
     np.testing.assert_array_equal(
         restored(INPUTS, training=False).numpy(),

@@ -121,6 +121,17 @@ def test_a_frozen_stepper_uses_an_untied_kernel_as_it_is():
     assert frozen.step_weights().output_kernel is model.output_projection.kernel
 
 
+@pytest.mark.parametrize("tied", [True, False])
+def test_a_frozen_stepper_keeps_a_scaled_kernel_as_its_model_scales_it(tied):
+    model = harness.small_model(13, tie_embeddings=tied, output_kernel_scale=0.3, **SIZES)
+    kernel = model.stepper(frozen_weights=True).step_weights().output_kernel
+    assert isinstance(kernel, tf.Variable)
+    unscaled = (
+        model.token_embedding.embeddings.numpy().T if tied else model.output_projection.kernel
+    )
+    np.testing.assert_array_equal(kernel.numpy(), np.asarray(unscaled) * np.float32(0.3))
+
+
 def test_frozen_step_weights_are_copies_that_do_not_follow_training():
     model = harness.small_model(13, tie_embeddings=True, **SIZES)
     frozen = model.stepper(frozen_weights=True)
@@ -129,10 +140,11 @@ def test_frozen_step_weights_are_copies_that_do_not_follow_training():
     np.testing.assert_array_equal(frozen.step_weights().output_kernel.numpy(), before)
 
 
+@pytest.mark.parametrize("scale", [1.0, 0.3])
 @pytest.mark.parametrize("tied", [True, False])
 @pytest.mark.parametrize("head", ["softmax", "sigmoid"])
-def test_a_frozen_stepper_decodes_as_its_model(tied, head):
-    model = harness.small_model(13, head, tie_embeddings=tied, **SIZES)
+def test_a_frozen_stepper_decodes_as_its_model(tied, head, scale):
+    model = harness.small_model(13, head, tie_embeddings=tied, output_kernel_scale=scale, **SIZES)
     frozen = model.stepper(frozen_weights=True)
     source = tf.constant([[5, 6, 7, 1], [8, 9, 1, 0]])
 
@@ -155,6 +167,7 @@ def test_a_frozen_stepper_decodes_as_its_model(tied, head):
         ("sigmoid", {"normalize_first": True}),
         ("sigmoid", {"tie_embeddings": True}),
         ("entmax15", {"num_decoder_layers": 1}),
+        ("sparsemax", {"tie_embeddings": True, "output_kernel_scale": 0.3}),
     ],
 )
 @pytest.mark.parametrize("use_cross_cache", [False, True])

@@ -15,6 +15,7 @@ from tfscones.data.preprocessing import padding_mask
 from tfscones.models.output_projection import OutputProjection
 from tfscones.models.presets import PRESETS
 from tfscones.models.stepping.transformer import TransformerStepper
+from tfscones.ranges import POSITIVE
 
 
 @keras.saving.register_keras_serializable(package="tfscones")
@@ -71,6 +72,9 @@ class Seq2SeqTransformer(keras.Model):
         layer_norm_epsilon: Epsilon of every layer normalization.
         normalize_first: Pre-norm (True: normalize each block's input, plus one final layer
             normalization after each stack) or post-norm (False, as in Vaswani et al. 2017).
+        output_kernel_scale: The constant c > 0 the output projection's kernel is multiplied
+            by (`OutputProjection.kernel_scale`): 1 gives initial logits of about unit
+            deviation, c gives c; a sparse head's initial support grows as c shrinks.
         **kwargs: Arguments of `keras.Model` (`name`, `dtype`, ...).
 
     Example:
@@ -95,6 +99,7 @@ class Seq2SeqTransformer(keras.Model):
         tie_embeddings: bool = False,
         layer_norm_epsilon: float = 1e-5,
         normalize_first: bool = False,
+        output_kernel_scale: float = 1.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -148,6 +153,7 @@ class Seq2SeqTransformer(keras.Model):
             self.vocabulary_size,
             tied=self.tie_embeddings,
             bias_initializer=self.head.output_bias_initializer(self.vocabulary_size),
+            kernel_scale=POSITIVE.check("output_kernel_scale", output_kernel_scale),
             name="output_projection",
         )
         self.output_projection.build(sequence_shape)
@@ -380,6 +386,7 @@ class Seq2SeqTransformer(keras.Model):
             tie_embeddings=self.tie_embeddings,
             layer_norm_epsilon=self.layer_norm_epsilon,
             normalize_first=self.normalize_first,
+            output_kernel_scale=self.output_projection.kernel_scale,
         )
         return config
 

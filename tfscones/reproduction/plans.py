@@ -11,11 +11,11 @@ The SCONES plan chooses α on the dev set: the SCONES run with the best dev BLEU
 once those three have finished (`Plan.runs` leaves it out until then). The entmax plan trains
 entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ {0.1, 0} and keeps, for
 each head, the run best on dev (`chosen_on_dev`): Peters & Martins's claims are judged with
-that entmax-1.5 run, the sparsemax target with that sparsemax run. Sparsemax's peak learning
-rate is chosen on dev as well, between the recipe's and `SPARSE_LEARNING_RATES` at ε = 0
-(`recipe_runs`). The plan adds a second seed of each head's run best on dev so far, as the
-targets are means over seeds; until every candidate has finished, that run is only the best
-so far (the report says which candidates are still to finish).
+that entmax-1.5 run, the sparsemax target with that sparsemax run. Sparsemax's recipe is chosen
+on dev further, between the ε = 0 recipe and its `SPARSE_VARIANTS` (`recipe_runs`). The plan
+adds a second seed of each head's run best on dev so far, as the targets are means over seeds;
+until every candidate has finished, that run is only the best so far (the report says which
+candidates are still to finish).
 
 The moe plan trains the softmax baseline and the hard-MoE model on the demo corpus, each with
 dropout 0 and 0.1, and compares the two runs chosen on dev (`moe_compared_runs`).
@@ -42,9 +42,30 @@ DEFAULT_DATA_DIR = "../shared/data"
 SCONES_ALPHAS = (0.2, 0.5, 1.0)
 SPARSE_SMOOTHING = (0.1, 0.0)
 SPARSE_CONFIGS = {"entmax-1.5": "multi30k_entmax15", "sparsemax": "multi30k_sparsemax"}
-# Sparsemax's candidate peak rates beside the recipe's (why, and the dev figures of each, in
-# the `multi30k_sparsemax_ls0_lr0.001` config).
-SPARSE_LEARNING_RATES = {"sparsemax": (0.001,)}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeVariant:
+    """One change to a sparse head's ε = 0 recipe, trained as a candidate of the dev choice.
+
+    Attributes:
+        suffix: The config's name after `_ls0_` (`lr0.001`: `multi30k_sparsemax_ls0_lr0.001`);
+            the config says why, and the dev figures that chose or rejected it.
+        label: What the run's label adds (`lr=0.001`).
+        change: The change in words.
+    """
+
+    suffix: str
+    label: str
+    change: str
+
+
+SPARSE_VARIANTS = {
+    "sparsemax": (
+        RecipeVariant("lr0.001", "lr=0.001", "peak learning rate 0.001"),
+        RecipeVariant("scale0.125", "scale=0.125", "output kernel scale 0.125"),
+    )
+}
 SPREAD_SEEDS = (1, 2)
 MOE_EXPERTS = 5
 # Four passes over the demo corpus, chosen on dev: at 3,000 steps (two passes) both models were
@@ -165,14 +186,14 @@ def smoothing_runs(head: str) -> dict[PlannedRun, float]:
 def recipe_runs(head: str) -> dict[PlannedRun, str]:
     """The runs a sparse head's recipe is chosen between on dev, each with what sets it apart.
 
-    The `smoothing_runs`, then ε = 0 at each of the head's `SPARSE_LEARNING_RATES` (the
-    config's `_ls0_lr<rate>` twin), trained for the choice only, not analysed.
+    The `smoothing_runs`, then ε = 0 with each of the head's `SPARSE_VARIANTS` (the config's
+    `_ls0_<suffix>` twin), trained for the choice only, not analysed.
     """
     runs = {run: f"ε={smoothing:g}" for run, smoothing in smoothing_runs(head).items()}
-    for rate in SPARSE_LEARNING_RATES.get(head, ()):
-        config = f"{SPARSE_CONFIGS[head]}_ls0_lr{rate:g}"
-        run = PlannedRun(config, 1, f"{head} ε=0 lr={rate:g}", analysed=False)
-        runs[run] = f"ε=0, peak learning rate {rate:g}"
+    for variant in SPARSE_VARIANTS.get(head, ()):
+        config = f"{SPARSE_CONFIGS[head]}_ls0_{variant.suffix}"
+        run = PlannedRun(config, 1, f"{head} ε=0 {variant.label}", analysed=False)
+        runs[run] = f"ε=0, {variant.change}"
     return runs
 
 

@@ -32,8 +32,8 @@ from tfscones.reproduction.plans import (
     SCONES,
     SCONES_ALPHAS,
     SPARSE_CONFIGS,
-    SPARSE_LEARNING_RATES,
     SPARSE_SMOOTHING,
+    SPARSE_VARIANTS,
     Plan,
     PlannedRun,
     dev_choice,
@@ -431,10 +431,10 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         "Softmax, entmax-1.5 and sparsemax on the Multi30k recipe of the SCONES section; "
         "entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ "
         f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
-        "each); sparsemax also at ε = 0 with a peak learning rate of "
-        f"{', '.join(f'{rate:g}' for rate in SPARSE_LEARNING_RATES['sparsemax'])} (the recipe's "
-        f"is {load_config(SPARSE_CONFIGS['sparsemax']).training.learning_rate:g}), chosen on "
-        "the dev set too.",
+        "each); sparsemax also at ε = 0 with each of these changes to the recipe (its peak "
+        f"learning rate is {load_config(SPARSE_CONFIGS['sparsemax']).training.learning_rate:g}, "
+        "its output kernel scale 1), chosen on the dev set too: "
+        f"{'; '.join(variant.change for variant in SPARSE_VARIANTS['sparsemax'])}.",
         "",
         *_command(ENTMAX, folder),
         *_quality_table(records),

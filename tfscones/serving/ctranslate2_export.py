@@ -25,7 +25,8 @@ its `Converter`:
 - queries, keys and values fused as CTranslate2 expects (one `[3 * hidden, hidden]` matrix for
   self-attention, queries apart from fused keys and values for attention over the encoder);
 - the output projection with its bias; tied embeddings give the same matrix to both embeddings
-  and the projection, which CTranslate2 stores once;
+  and the projection, which CTranslate2 stores once (a model's `output_kernel_scale` other than
+  1 gives the projection its own copy, scaled as the model scales it);
 - the vocabulary: the SentencePiece pieces in id order, so a CTranslate2 token is our id; EOS is
   added to every source (`add_source_eos`), as our tokeniser does.
 
@@ -194,9 +195,11 @@ def _set_decoder(spec, weights: dict, positions: np.ndarray, model: Seq2SeqTrans
     if model.normalize_first:
         _set_layer_norm(spec.layer_norm, weights, "decoder_final_norm")
     if model.tie_embeddings:
-        spec.projection.weight = weights["token_embedding/embeddings"]
+        kernel = weights["token_embedding/embeddings"]
     else:
-        spec.projection.weight = weights["output_projection/kernel"].T
+        kernel = weights["output_projection/kernel"].T
+    scale = model.output_projection.kernel_scale
+    spec.projection.weight = kernel if scale == 1.0 else kernel * np.float32(scale)
     spec.projection.bias = weights["output_projection/bias"]
 
 

@@ -144,21 +144,21 @@ class TransformerStepper(tf.Module):
         )
 
     def step_weights(self) -> StepWeights:
-        """The output projection's kernel, transposed from a tied table; made once per search."""
+        """The output projection's scaled kernel (`scaled_kernel`); made once per search."""
         if self.frozen_step_weights is not None:
             return self.frozen_step_weights
         projection = self.model.output_projection
-        dtype = projection.compute_dtype
-        if projection.tied:
-            kernel = tf.transpose(tf.cast(self.model.token_embedding.embeddings, dtype))
-        else:
-            kernel = tf.cast(projection.kernel, dtype)
-        return StepWeights(output_kernel=kernel)
+        embeddings = self.model.token_embedding.embeddings if projection.tied else None
+        return StepWeights(output_kernel=projection.scaled_kernel(embeddings))
 
     def _frozen_step_weights(self) -> StepWeights:
-        """`step_weights()` in a variable; an untied kernel of the compute dtype as it is."""
+        """`step_weights()` in a variable; an untied, unscaled compute-dtype kernel as it is."""
         projection = self.model.output_projection
-        if not projection.tied and projection.kernel.dtype == projection.compute_dtype:
+        if (
+            not projection.tied
+            and projection.kernel_scale == 1.0
+            and projection.kernel.dtype == projection.compute_dtype
+        ):
             return StepWeights(output_kernel=projection.kernel)
         kernel = self.step_weights().output_kernel
         return StepWeights(tf.Variable(kernel, trainable=False, name="frozen_output_kernel"))

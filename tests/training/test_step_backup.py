@@ -57,3 +57,41 @@ def test_a_resumed_fit_draws_the_dropout_masks_of_the_uninterrupted_one(tmp_path
     np.testing.assert_array_equal(state.numpy(), random_states(uninterrupted)[0].numpy())
     for weights, expected in zip(resumed.get_weights(), uninterrupted.get_weights(), strict=True):
         np.testing.assert_array_equal(weights, expected)
+
+
+def fit_four_step_epochs(folder, kill_after=None, epochs=3) -> list[float]:
+    """Fits four examples one by one for `epochs` epochs, resuming within an epoch as the
+    training runner does; returns the epoch losses logged by the last call (or calls)."""
+    model = dropout_model()
+    backup = StepBackup(folder, every_steps=3)
+    epoch, step_in_epoch = divmod(backup.restore(model), 4)
+    inputs = np.linspace(-1.0, 1.0, 32, dtype="float32").reshape(4, 8)
+    targets = np.arange(4, dtype="float32").reshape(4, 1)
+    losses = []
+    try:
+        for first in (step_in_epoch, 0) if step_in_epoch else (0,):
+            history = model.fit(
+                inputs[first:],
+                targets[first:],
+                batch_size=1,
+                epochs=epoch + 1 if first else epochs,
+                initial_epoch=epoch,
+                callbacks=[KillAfter(kill_after), backup],
+                verbose=0,
+                shuffle=False,
+            )
+            losses += history.history["loss"]
+            epoch += len(history.history["loss"])
+    except KeyboardInterrupt:
+        pass
+    return losses
+
+
+def test_a_fit_resumed_within_an_epoch_logs_the_whole_epochs_loss(tmp_path):
+    uninterrupted = fit_four_step_epochs(tmp_path / "uninterrupted")
+    # Killed in step 7, before its backup: the resumed fit starts at step 6, within epoch 1.
+    fit_four_step_epochs(tmp_path / "killed", kill_after=7)
+    resumed = fit_four_step_epochs(tmp_path / "killed")
+
+    # Epoch 1's loss is the mean over its four steps, two of them taken before the kill.
+    assert resumed == uninterrupted[1:]

@@ -52,7 +52,15 @@ class StepBackup(keras.callbacks.Callback):
     (`random_states`: which dropout masks come next), which `save_weights` leaves out, and state
     that lives outside the model (the time a budgeted run has spent), from `companions`: objects
     with `backup_state() -> dict` and `restore_state(dict)`, are saved beside the weights in
-    `latest.json` at the same moments.
+    `latest.json` at the same moments. A backup within an epoch keeps the training metrics'
+    running totals too, and the resumed fit adds them to its first step's, so the interrupted
+    epoch's logged loss and metrics are those of all its steps, not only of the steps after the
+    resume. That holds for metrics whose state is running sums, as the loss tracker's and every
+    `TokenMean`'s are (totals and counts); in one process it gives the uninterrupted run's
+    figures bit for bit (the sums are added in the same order: floating-point addition
+    commutes), across devices up to rounding. The sums are added after the first step rather
+    than restored before it because a model without a distribution strategy creates its
+    compiled metrics' variables in that step.
 
     Args:
         directory: Folder of the backup (`latest.weights.h5`, `latest.json`).
@@ -69,6 +77,7 @@ class StepBackup(keras.callbacks.Callback):
         self.companions = list(companions)
         self.path = self.directory / "latest.weights.h5"
         self.state_path = self.directory / "latest.json"
+        self.interrupted_epoch_sums = None
 
     def restore(self, model: keras.Model) -> int:
         """Loads the latest backup into a built and compiled model.
@@ -94,22 +103,28 @@ class StepBackup(keras.callbacks.Callback):
             if "random" in states:  # older backups kept none: their dropout masks restart
                 for variable, value in zip(random_states(model), states["random"], strict=True):
                     variable.assign(value)
+            self.interrupted_epoch_sums = states.get("metrics")
         steps = int(model.optimizer.iterations.numpy())
         logger.info("resumed from %s at step %d", self.path, steps)
         return steps
 
     def on_train_batch_end(self, batch, logs=None):
+        if self.interrupted_epoch_sums is not None:
+            variables = self.model.metrics_variables
+            for variable, value in zip(variables, self.interrupted_epoch_sums, strict=True):
+                variable.assign_add(value)
+            self.interrupted_epoch_sums = None
         last_of_epoch = batch + 1 == self.params.get("steps")
         if (
             not last_of_epoch
             and int(self.model.optimizer.iterations.numpy()) % self.every_steps == 0
         ):
-            self._save()
+            self._save(within_epoch=True)
 
     def on_epoch_end(self, epoch, logs=None):
         self._save()
 
-    def _save(self):
+    def _save(self, within_epoch: bool = False):
         self.directory.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name("saving.weights.h5")
         self.model.save_weights(temporary)
@@ -118,6 +133,8 @@ class StepBackup(keras.callbacks.Callback):
             "companions": [companion.backup_state() for companion in self.companions],
             "random": [variable.numpy().tolist() for variable in random_states(self.model)],
         }
+        if within_epoch:
+            states["metrics"] = [v.numpy().tolist() for v in self.model.metrics_variables]
         temporary_state = self.state_path.with_name("saving.json")
         temporary_state.write_text(json.dumps(states), encoding="utf-8")
         os.replace(temporary, self.path)

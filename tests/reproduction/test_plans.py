@@ -86,33 +86,26 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
     assert chosen_on_dev(tmp_path, runs) == smoothed
 
 
-def test_sparsemax_chooses_between_its_recipe_variants_on_dev_too(tmp_path):
+def test_sparsemax_chooses_its_peak_learning_rate_on_dev_too(tmp_path):
     runs = recipe_runs("sparsemax")
-    smoothed, unsmoothed, other_rate, scaled = runs
+    smoothed, unsmoothed, other_rate = runs
     assert [smoothed, unsmoothed] == list(smoothing_runs("sparsemax"))
     assert other_rate.name == "multi30k-sparsemax-ls0-lr0.001-seed1"
     assert runs[other_rate] == "ε=0, peak learning rate 0.001"
-    assert scaled.name == "multi30k-sparsemax-ls0-scale0.125-seed1"
-    assert scaled.label == "sparsemax ε=0 scale=0.125"
-    assert runs[scaled] == "ε=0, output kernel scale 0.125"
-    assert not other_rate.analysed and not scaled.analysed
+    assert other_rate.label == "sparsemax ε=0 lr=0.001" and not other_rate.analysed
     data = other_rate.config_overrides("data", tmp_path)
     recipe = load_config("multi30k_sparsemax_ls0", data)
     config = load_config(other_rate.config, data)
     assert config.training.learning_rate == 0.001 != recipe.training.learning_rate
     assert dataclasses.replace(config, training=recipe.training) == recipe
-    config = load_config(scaled.config, data)
-    assert config.model.arguments == {**recipe.model.arguments, "output_kernel_scale": 0.125}
-    assert dataclasses.replace(config, model=recipe.model) == recipe
     assert recipe_runs("entmax-1.5") == {
         run: f"ε={smoothing:g}" for run, smoothing in smoothing_runs("entmax-1.5").items()
     }
 
     finish(tmp_path, smoothed, 30.0)
     finish(tmp_path, unsmoothed, 31.0)
-    finish(tmp_path, other_rate, 31.5)
     assert chosen_on_dev(tmp_path, runs) is None
-    finish(tmp_path, scaled, 31.2)
+    finish(tmp_path, other_rate, 31.5)
     assert chosen_on_dev(tmp_path, runs) == other_rate
     assert PLANS["entmax"].runs(tmp_path)[-1].name == "multi30k-sparsemax-ls0-lr0.001-seed2"
 

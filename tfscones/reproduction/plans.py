@@ -60,12 +60,7 @@ class RecipeVariant:
     change: str
 
 
-SPARSE_VARIANTS = {
-    "sparsemax": (
-        RecipeVariant("lr0.001", "lr=0.001", "peak learning rate 0.001"),
-        RecipeVariant("scale0.125", "scale=0.125", "output kernel scale 0.125"),
-    )
-}
+SPARSE_VARIANTS = {"sparsemax": (RecipeVariant("lr0.001", "lr=0.001", "peak learning rate 0.001"),)}
 SPREAD_SEEDS = (1, 2)
 MOE_EXPERTS = 5
 # Four passes over the demo corpus, chosen on dev: at 3,000 steps (two passes) both models were

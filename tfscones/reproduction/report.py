@@ -432,8 +432,8 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         "entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ "
         f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
         "each); sparsemax also at ε = 0 with each of these changes to the recipe (its peak "
-        f"learning rate is {load_config(SPARSE_CONFIGS['sparsemax']).training.learning_rate:g}, "
-        "its output kernel scale 1), chosen on the dev set too: "
+        f"learning rate is {load_config(SPARSE_CONFIGS['sparsemax']).training.learning_rate:g}"
+        "), chosen on the dev set too: "
         f"{'; '.join(variant.change for variant in SPARSE_VARIANTS['sparsemax'])}.",
         "",
         *_command(ENTMAX, folder),

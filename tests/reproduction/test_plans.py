@@ -91,12 +91,12 @@ def test_sparsemax_chooses_its_peak_learning_rate_on_dev_too(tmp_path):
     smoothed, unsmoothed, other_rate = runs
     assert [smoothed, unsmoothed] == list(smoothing_runs("sparsemax"))
     assert other_rate.name == "multi30k-sparsemax-ls0-lr0.001-seed1"
-    assert runs[other_rate] == "ε=0, peak learning rate 0.001"
+    assert runs[other_rate] == "ε=0, a peak learning rate of 0.001 (the recipe's: 0.002)"
     assert other_rate.label == "sparsemax ε=0 lr=0.001" and not other_rate.analysed
     data = other_rate.config_overrides("data", tmp_path)
     recipe = load_config("multi30k_sparsemax_ls0", data)
     config = load_config(other_rate.config, data)
-    assert config.training.learning_rate == 0.001 != recipe.training.learning_rate
+    assert (config.training.learning_rate, recipe.training.learning_rate) == (0.001, 0.002)
     assert dataclasses.replace(config, training=recipe.training) == recipe
     assert recipe_runs("entmax-1.5") == {
         run: f"ε={smoothing:g}" for run, smoothing in smoothing_runs("entmax-1.5").items()

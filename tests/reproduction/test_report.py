@@ -316,7 +316,9 @@ def test_sparsemax_waits_for_its_learning_rate_run_then_follows_dev(results_dir,
     write_run(results_dir, run, (36.0, 35.1, 35.2))
     page = write_report(results_dir, tmp_path / "results.md")
 
-    assert "sparsemax chosen on dev: ε=0, peak learning rate 0.001." in page
+    assert (
+        "sparsemax chosen on dev: ε=0, a peak learning rate of 0.001 (the recipe's: 0.002)." in page
+    )
     assert "mean of seeds ≥ 35.0 | 35.1 | met |" in page
 
 

@@ -52,7 +52,7 @@ class RecipeVariant:
         suffix: The config's name after `_ls0_` (`lr0.001`: `multi30k_sparsemax_ls0_lr0.001`);
             the config says why, and the dev figures that chose or rejected it.
         label: What the run's label adds (`lr=0.001`).
-        change: The change in words.
+        change: The change in words, beside the recipe's own setting.
     """
 
     suffix: str
@@ -60,7 +60,11 @@ class RecipeVariant:
     change: str
 
 
-SPARSE_VARIANTS = {"sparsemax": (RecipeVariant("lr0.001", "lr=0.001", "peak learning rate 0.001"),)}
+SPARSE_VARIANTS = {
+    "sparsemax": (
+        RecipeVariant("lr0.001", "lr=0.001", "a peak learning rate of 0.001 (the recipe's: 0.002)"),
+    )
+}
 SPREAD_SEEDS = (1, 2)
 MOE_EXPERTS = 5
 # Four passes over the demo corpus, chosen on dev: at 3,000 steps (two passes) both models were

@@ -25,24 +25,34 @@ def dropout_model() -> keras.Model:
     return model
 
 
+def fit_unless_killed(model, backup, kill_after, inputs, targets, **arguments):
+    """`model.fit` with the backup, silently, killed after `kill_after` steps (if not None).
+
+    Returns:
+        The epoch losses the fit logged, or None if it was killed.
+    """
+    try:
+        history = model.fit(
+            inputs,
+            targets,
+            callbacks=[KillAfter(kill_after), backup],
+            verbose=0,
+            shuffle=False,
+            **arguments,
+        )
+    except KeyboardInterrupt:
+        return None
+    return history.history["loss"]
+
+
 def fit(folder, kill_after=None, steps=20) -> keras.Model:
     """Fits one example for `steps` one-step epochs from the backup in `folder`, if any."""
     model = dropout_model()
     backup = StepBackup(folder, every_steps=5)
     done = backup.restore(model)
     inputs = np.linspace(-1.0, 1.0, 8, dtype="float32")[None]
-    try:
-        model.fit(
-            inputs,
-            np.ones((1, 1), "float32"),
-            epochs=steps,
-            initial_epoch=done,
-            callbacks=[KillAfter(kill_after), backup],
-            verbose=0,
-            shuffle=False,
-        )
-    except KeyboardInterrupt:
-        pass
+    targets = np.ones((1, 1), "float32")
+    fit_unless_killed(model, backup, kill_after, inputs, targets, epochs=steps, initial_epoch=done)
     return model
 
 
@@ -68,22 +78,21 @@ def fit_four_step_epochs(folder, kill_after=None, epochs=3) -> list[float]:
     inputs = np.linspace(-1.0, 1.0, 32, dtype="float32").reshape(4, 8)
     targets = np.arange(4, dtype="float32").reshape(4, 1)
     losses = []
-    try:
-        for first in (step_in_epoch, 0) if step_in_epoch else (0,):
-            history = model.fit(
-                inputs[first:],
-                targets[first:],
-                batch_size=1,
-                epochs=epoch + 1 if first else epochs,
-                initial_epoch=epoch,
-                callbacks=[KillAfter(kill_after), backup],
-                verbose=0,
-                shuffle=False,
-            )
-            losses += history.history["loss"]
-            epoch += len(history.history["loss"])
-    except KeyboardInterrupt:
-        pass
+    for first in (step_in_epoch, 0) if step_in_epoch else (0,):
+        logged = fit_unless_killed(
+            model,
+            backup,
+            kill_after,
+            inputs[first:],
+            targets[first:],
+            batch_size=1,
+            epochs=epoch + 1 if first else epochs,
+            initial_epoch=epoch,
+        )
+        if logged is None:
+            break
+        losses += logged
+        epoch += len(logged)
     return losses
 
 

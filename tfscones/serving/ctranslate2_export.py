@@ -194,12 +194,9 @@ def _set_decoder(spec, weights: dict, positions: np.ndarray, model: Seq2SeqTrans
         _set_feedforward(layer.ffn, weights, scope)
     if model.normalize_first:
         _set_layer_norm(spec.layer_norm, weights, "decoder_final_norm")
-    if model.tie_embeddings:
-        kernel = weights["token_embedding/embeddings"]
-    else:
-        kernel = weights["output_projection/kernel"].T
-    scale = model.output_projection.kernel_scale
-    spec.projection.weight = kernel if scale == 1.0 else kernel * np.float32(scale)
+    projection = model.output_projection
+    embeddings = model.token_embedding.embeddings if projection.tied else None
+    spec.projection.weight = np.array(projection.scaled_kernel(embeddings)).T
     spec.projection.bias = weights["output_projection/bias"]
 
 

@@ -431,7 +431,7 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         "entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ "
         f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
         "each); sparsemax also at ε = 0 with "
-        f"{'; then with '.join(variant.change for variant in SPARSE_VARIANTS['sparsemax'])}, "
+        f"{', and with '.join(variant.change for variant in SPARSE_VARIANTS['sparsemax'])}, "
         "chosen on the dev set too.",
         "",
         *_command(ENTMAX, folder),

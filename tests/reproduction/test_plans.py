@@ -6,6 +6,7 @@ import pytest
 from tfscones.reproduction import plans
 from tfscones.reproduction.plans import (
     PLANS,
+    SPARSE_VARIANTS,
     DevChoice,
     PlannedRun,
     chosen_alpha,
@@ -17,7 +18,7 @@ from tfscones.reproduction.plans import (
     scones_run,
     smoothing_runs,
 )
-from tfscones.training.config import load_config
+from tfscones.training.config import config_to_dict, load_config
 
 MULTI30K_STEPS = 3200  # the Multi30k configs' own `training.steps`
 
@@ -86,28 +87,57 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
     assert chosen_on_dev(tmp_path, runs) == smoothed
 
 
-def test_sparsemax_chooses_its_peak_learning_rate_on_dev_too(tmp_path):
+# What each sparsemax variant changes in the ε = 0 recipe: `section.key`: (variant, recipe); the
+# recipe's dropout None is the small preset's 0.1.
+VARIANT_CHANGES = {
+    "lr0.001": {"training.learning_rate": (0.001, 0.002)},
+    "dropout0.2": {"model.dropout": (0.2, None)},
+}
+
+
+def config_differences(config, recipe) -> dict:
+    """`section.key`: (config's, recipe's) for every setting but the name that differs."""
+    ours, theirs = config_to_dict(config), config_to_dict(recipe)
+    return {
+        f"{section}.{key}": (value, theirs[section][key])
+        for section, settings in ours.items()
+        if isinstance(settings, dict)
+        for key, value in settings.items()
+        if value != theirs[section][key]
+    }
+
+
+@pytest.mark.parametrize("variant", SPARSE_VARIANTS["sparsemax"], ids=lambda v: v.suffix)
+def test_each_sparsemax_variant_changes_one_setting_of_the_recipe(variant, tmp_path):
     runs = recipe_runs("sparsemax")
-    smoothed, unsmoothed, other_rate = runs
-    assert [smoothed, unsmoothed] == list(smoothing_runs("sparsemax"))
-    assert other_rate.name == "multi30k-sparsemax-ls0-lr0.001-seed1"
-    assert runs[other_rate] == "ε=0, a peak learning rate of 0.001 (the recipe's: 0.002)"
-    assert other_rate.label == "sparsemax ε=0 lr=0.001" and not other_rate.analysed
-    data = other_rate.config_overrides("data", tmp_path)
+    candidate = list(runs)[2 + SPARSE_VARIANTS["sparsemax"].index(variant)]
+    assert candidate.name == f"multi30k-sparsemax-ls0-{variant.suffix}-seed1"
+    assert runs[candidate] == f"ε=0, {variant.change}"
+    assert candidate.label == f"sparsemax ε=0 {variant.label}" and not candidate.analysed
+    data = candidate.config_overrides("data", tmp_path)
     recipe = load_config("multi30k_sparsemax_ls0", data)
-    config = load_config(other_rate.config, data)
-    assert (config.training.learning_rate, recipe.training.learning_rate) == (0.001, 0.002)
-    assert dataclasses.replace(config, training=recipe.training) == recipe
+    assert config_differences(load_config(candidate.config, data), recipe) == (
+        VARIANT_CHANGES[variant.suffix]
+    )
+
+
+def test_sparsemax_chooses_its_recipe_on_dev_once_every_candidate_has_finished(tmp_path):
+    runs = recipe_runs("sparsemax")
+    smoothed, unsmoothed, *variants = runs
+    assert [smoothed, unsmoothed] == list(smoothing_runs("sparsemax"))
+    assert len(variants) == len(SPARSE_VARIANTS["sparsemax"]) == len(VARIANT_CHANGES)
     assert recipe_runs("entmax-1.5") == {
         run: f"ε={smoothing:g}" for run, smoothing in smoothing_runs("entmax-1.5").items()
     }
 
     finish(tmp_path, smoothed, 30.0)
     finish(tmp_path, unsmoothed, 31.0)
+    for dev_bleu, variant in enumerate(variants[:-1]):
+        finish(tmp_path, variant, 29.0 + dev_bleu)
     assert chosen_on_dev(tmp_path, runs) is None
-    finish(tmp_path, other_rate, 31.5)
-    assert chosen_on_dev(tmp_path, runs) == other_rate
-    assert PLANS["entmax"].runs(tmp_path)[-1].name == "multi30k-sparsemax-ls0-lr0.001-seed2"
+    finish(tmp_path, variants[-1], 31.5)
+    assert chosen_on_dev(tmp_path, runs) == variants[-1]
+    assert PLANS["entmax"].runs(tmp_path)[-1].name == variants[-1].name.replace("seed1", "seed2")
 
 
 def test_a_second_seed_of_each_sparse_head_follows_its_choice_on_dev(tmp_path):

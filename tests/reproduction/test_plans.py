@@ -1,4 +1,3 @@
-import dataclasses
 import json
 
 import pytest
@@ -116,9 +115,8 @@ def test_each_sparsemax_variant_changes_one_setting_of_the_recipe(variant, tmp_p
     assert candidate.label == f"sparsemax ε=0 {variant.label}" and not candidate.analysed
     data = candidate.config_overrides("data", tmp_path)
     recipe = load_config("multi30k_sparsemax_ls0", data)
-    assert config_differences(load_config(candidate.config, data), recipe) == (
-        VARIANT_CHANGES[variant.suffix]
-    )
+    differences = config_differences(load_config(candidate.config, data), recipe)
+    assert differences == VARIANT_CHANGES[variant.suffix]
 
 
 def test_sparsemax_chooses_its_recipe_on_dev_once_every_candidate_has_finished(tmp_path):

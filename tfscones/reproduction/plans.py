@@ -63,7 +63,6 @@ class RecipeVariant:
 SPARSE_VARIANTS = {
     "sparsemax": (
         RecipeVariant("lr0.001", "lr=0.001", "a peak learning rate of 0.001 (the recipe's: 0.002)"),
-        RecipeVariant("dropout0.2", "dropout=0.2", "dropout 0.2 (the recipe's: 0.1)"),
     )
 }
 SPREAD_SEEDS = (1, 2)

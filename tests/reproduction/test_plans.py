@@ -18,6 +18,7 @@ from tfscones.reproduction.plans import (
     smoothing_runs,
 )
 from tfscones.training.config import config_to_dict, load_config
+from tfscones.training.resume_check import config_differences
 
 MULTI30K_STEPS = 3200  # the Multi30k configs' own `training.steps`
 
@@ -90,18 +91,6 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
 VARIANT_CHANGES = {"lr0.001": {"training.learning_rate": (0.001, 0.002)}}
 
 
-def config_differences(config, recipe) -> dict:
-    """`section.key`: (config's, recipe's) for every setting but the name that differs."""
-    ours, theirs = config_to_dict(config), config_to_dict(recipe)
-    return {
-        f"{section}.{key}": (value, theirs[section][key])
-        for section, settings in ours.items()
-        if isinstance(settings, dict)
-        for key, value in settings.items()
-        if value != theirs[section][key]
-    }
-
-
 @pytest.mark.parametrize("variant", SPARSE_VARIANTS["sparsemax"], ids=lambda v: v.suffix)
 def test_each_sparsemax_variant_changes_one_setting_of_the_recipe(variant, tmp_path):
     runs = recipe_runs("sparsemax")
@@ -111,7 +100,8 @@ def test_each_sparsemax_variant_changes_one_setting_of_the_recipe(variant, tmp_p
     assert candidate.label == f"sparsemax ε=0 {variant.label}" and not candidate.analysed
     data = candidate.config_overrides("data", tmp_path)
     recipe = load_config("multi30k_sparsemax_ls0", data)
-    differences = config_differences(load_config(candidate.config, data), recipe)
+    config = load_config(candidate.config, data)
+    differences = config_differences(config_to_dict(config), config_to_dict(recipe))
     assert differences == VARIANT_CHANGES[variant.suffix]
 
 

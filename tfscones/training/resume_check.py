@@ -72,7 +72,7 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
     differences = [
         f"{key}: {before!r} there, {after!r} now"
         for key, (before, after) in sorted(
-            _differences(_flat(saved), _flat(config_to_dict(config))).items()
+            config_differences(saved, config_to_dict(config)).items()
         )
         if key not in RESUMABLE_KEYS
     ]
@@ -85,6 +85,11 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
 def _holds_a_file(path: Path) -> bool:
     """Whether `path` is a file, or a folder with a file somewhere below it (empty ones are not)."""
     return path.is_file() or (path.is_dir() and any(p.is_file() for p in path.rglob("*")))
+
+
+def config_differences(before: dict, after: dict) -> dict:
+    """`{"section.key": (before's, after's)}` of every setting two config dicts differ in."""
+    return _differences(_flat(before), _flat(after))
 
 
 def _flat(config: dict, prefix: str = "") -> dict:

@@ -88,7 +88,10 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
 
 
 # What each sparsemax variant changes in the ε = 0 recipe: `section.key`: (variant, recipe).
-VARIANT_CHANGES = {"lr0.001": {"training.learning_rate": (0.001, 0.002)}}
+VARIANT_CHANGES = {
+    "lr0.001": {"training.learning_rate": (0.001, 0.002)},
+    "avg3": {"training.average_checkpoints": (3, 0)},
+}
 
 
 @pytest.mark.parametrize("variant", SPARSE_VARIANTS["sparsemax"], ids=lambda v: v.suffix)

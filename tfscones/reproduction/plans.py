@@ -63,6 +63,9 @@ class RecipeVariant:
 SPARSE_VARIANTS = {
     "sparsemax": (
         RecipeVariant("lr0.001", "lr=0.001", "a peak learning rate of 0.001 (the recipe's: 0.002)"),
+        RecipeVariant(
+            "avg3", "avg=3", "the mean of the last 3 epoch checkpoints kept when better on dev"
+        ),
     )
 }
 SPREAD_SEEDS = (1, 2)

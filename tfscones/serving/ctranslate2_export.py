@@ -197,7 +197,7 @@ def _set_decoder(spec, weights: dict, positions: np.ndarray, model: Seq2SeqTrans
     projection = model.output_projection
     embeddings = model.token_embedding.embeddings if projection.tied else None
     spec.projection.weight = np.array(projection.scaled_kernel(embeddings)).T
-    spec.projection.bias = np.array(projection.bias)
+    spec.projection.bias = projection.bias.numpy()
 
 
 def _set_attention_block(spec, weights: dict, layer_scope: str, attention: str) -> None:

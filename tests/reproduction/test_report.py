@@ -228,7 +228,7 @@ def test_targets_say_met_or_missed_with_the_mean_of_the_seeds(results_dir, tmp_p
     # against 35.0 with smoothing, 35.3 at a lower rate), though not on test (34.8 against 35.1).
     assert "sparsemax chosen on dev: ε=0." in page
     assert (
-        "| sparsemax (ε and learning rate by dev) greedy test BLEU, mean of seeds ≥ 35.0 | 34.8 "
+        "| sparsemax (recipe by dev) greedy test BLEU, mean of seeds ≥ 35.0 | 34.8 "
         "| missed |" in page
     )
     assert "| entmax-1.5 (ε by dev) greedy test BLEU, mean of seeds ≥ 36.5 | 36.7 | met |" in page

@@ -223,17 +223,17 @@ def test_claims_are_judged_with_the_seed_means_against_the_spread(results_dir, t
 def test_targets_say_met_or_missed_with_the_mean_of_the_seeds(results_dir, tmp_path):
     page = write_report(results_dir, tmp_path / "results.md")
 
-    assert "| softmax greedy test BLEU, mean of seeds ≥ 37.0 | 36.8 | missed |" in page
-    assert "| SCONES (α by dev) greedy test BLEU, mean of seeds ≥ 37.5 | 38.1 | met |" in page
+    assert "| softmax greedy test BLEU, mean of seeds ≥ 37.0 | 36.80 | missed |" in page
+    assert "| SCONES (α by dev) greedy test BLEU, mean of seeds ≥ 37.5 | 38.10 | met |" in page
     # sparsemax without label smoothing at the recipe's learning rate is the best on dev (35.5
     # against 35.0 with smoothing, 35.3 at a lower rate; averaging ties it and ties go to the
     # recipe), though not on test (34.8 against 35.1).
     assert "sparsemax chosen on dev: ε=0." in page
     assert (
-        "| sparsemax (recipe by dev) greedy test BLEU, mean of seeds ≥ 35.0 | 34.8 "
+        "| sparsemax (recipe by dev) greedy test BLEU, mean of seeds ≥ 35.0 | 34.80 "
         "| missed |" in page
     )
-    assert "| entmax-1.5 (ε by dev) greedy test BLEU, mean of seeds ≥ 36.5 | 36.7 | met |" in page
+    assert "| entmax-1.5 (ε by dev) greedy test BLEU, mean of seeds ≥ 36.5 | 36.70 | met |" in page
     assert "in < 1% of test sentences | 0.5% | met |" in page
     assert "| hard-MoE: best expert's BLEU within 1.5 of softmax greedy | -1.0 | met |" in page
     assert "| hard-MoE: pairwise BLEU below beam n-best's | -25.0 | met |" in page
@@ -313,7 +313,7 @@ def test_sparsemax_waits_for_its_learning_rate_run_then_follows_dev(results_dir,
     )
     # The best run so far keeps its second seed on the page and in the target: 34.8 and 35.6.
     assert "| multi30k-sparsemax-ls0-seed2 | 2 | 3,200 | 37.0 |" in page
-    assert "mean of seeds ≥ 35.0 | 35.2 | met |" in page
+    assert "mean of seeds ≥ 35.0 | 35.20 | met |" in page
 
     run = next(run for run in PLANS["entmax"].fixed_runs if run.name == other_rate.name)
     write_run(results_dir, run, (36.0, 35.1, 35.2))
@@ -322,7 +322,31 @@ def test_sparsemax_waits_for_its_learning_rate_run_then_follows_dev(results_dir,
     assert (
         "sparsemax chosen on dev: ε=0, a peak learning rate of 0.001 (the recipe's: 0.002)." in page
     )
-    assert "mean of seeds ≥ 35.0 | 35.1 | met |" in page
+    assert "mean of seeds ≥ 35.0 | 35.10 | met |" in page
+
+
+def test_an_averaging_recipe_says_which_model_each_seed_kept(results_dir, tmp_path):
+    plan = PLANS["entmax"]
+    averaging = next(run for run in plan.fixed_runs if run.label == "sparsemax ε=0 avg=3")
+    write_run(results_dir, averaging, (35.6, 34.9, 35.0))
+    second_seed = plan.runs(results_dir)[-1]
+    assert second_seed.name == "multi30k-sparsemax-ls0-avg3-seed2"
+    write_run(results_dir, second_seed, (35.4, 35.06, 35.2))
+    for run, averaged_dev_bleu in ((averaging, 35.58), (second_seed, 35.4)):
+        results_file = results_dir / run.name / "results.json"
+        results = json.loads(results_file.read_text())
+        results["averaged_dev_bleu"] = averaged_dev_bleu
+        results_file.write_text(json.dumps(results))
+
+    page = write_report(results_dir, tmp_path / "results.md")
+
+    assert (
+        "Checkpoint averaging, seed 1: the mean 35.58 below the best checkpoint's 35.60, "
+        "which is kept; seed 2: the mean kept (dev BLEU 35.40)." in page
+    )
+    # The mean of 34.9 and 35.06 is 34.98: short of 35.0, and written so.
+    assert "| sparsemax (recipe by dev) greedy test BLEU, mean of seeds ≥ 35.0 | 34.98 " in page
+    assert "| 34.98 | missed |" in page
 
 
 def test_until_smoothing_is_chosen_the_finished_entmax_run_stands_in(results_dir, tmp_path):
@@ -333,5 +357,5 @@ def test_until_smoothing_is_chosen_the_finished_entmax_run_stands_in(results_dir
     assert "until then the page uses entmax-1.5 ε=0, the best on dev so far." in page
     assert "Greedy BLEU, mean over seeds: 36.20 (entmax-1.5 ε=0) against 36.80 (-0.60)." in page
     target = "entmax-1.5 (ε by dev) greedy test BLEU, mean of seeds ≥ 36.5"
-    assert f"| {target} | 36.2 | missed |" in page
+    assert f"| {target} | 36.20 | missed |" in page
     assert "Label smoothing makes the empty string" not in page

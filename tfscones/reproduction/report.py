@@ -303,13 +303,35 @@ def _choice(
         return None, []
     leading = find(records, choice.run.label)
     if choice.final:
-        return leading, [f"{setting} chosen on dev: {values[choice.run]}.", ""]
+        averaging = _averaging(records, choice.run.config)
+        return leading, [f"{setting} chosen on dev: {values[choice.run]}.{averaging}", ""]
     unfinished = [run.label for run in values if not find(records, run.label).finished]
     return leading, [
         f"{setting} chosen on dev: not yet ({', '.join(unfinished)} still to finish); until "
         f"then the page uses {choice.run.label}, the best on dev so far.",
         "",
     ]
+
+
+def _averaging(records: list[RunRecord], config: str) -> str:
+    """Which model each seed of a checkpoint-averaging recipe kept, with the dev BLEU that chose.
+
+    Empty for a recipe that does not average (its `results.json` has no `averaged_dev_bleu`).
+    """
+    seeds = [
+        f"seed {record.run.seed}: {_kept_model(record.results)}"
+        for record in records
+        if record.run.config == config and record.finished and "averaged_dev_bleu" in record.results
+    ]
+    return f" Checkpoint averaging, {'; '.join(seeds)}." if seeds else ""
+
+
+def _kept_model(results: dict) -> str:
+    """The mean of checkpoints or the best one, as a run that averaged kept (`results.json`)."""
+    mean, best = results["averaged_dev_bleu"], results["best_dev_bleu"]
+    if mean >= best:  # a mean kept is the best dev BLEU
+        return f"the mean kept (dev BLEU {mean:.2f})"
+    return f"the mean {mean:.2f} below the best checkpoint's {best:.2f}, which is kept"
 
 
 def _scones_claims(softmax, chosen, multi30k, spread) -> list[str]:

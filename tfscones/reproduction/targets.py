@@ -25,12 +25,20 @@ from tfscones.reproduction.records import RunRecord, find, mean_over_seeds, read
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """A figure the reproductions are meant to reach, and how to read it from the records."""
+    """A figure the reproductions are meant to reach, and how to read it from the records.
+
+    Attributes:
+        text: The target as the table states it.
+        value: The figure, read from the records and the reproduction folder; None until run.
+        met: Whether a figure reaches the target.
+        render: The figure as the table writes it: BLEU means to two decimals, as the claims
+            give them, so that a mean just short of its target does not print as reaching it.
+    """
 
     text: str
     value: Callable[[dict[str, list[RunRecord]], Path], float | None]
     met: Callable[[float], bool]
-    render: Callable[[float], str] = lambda value: f"{value:.1f}"
+    render: Callable[[float], str] = lambda value: f"{value:.2f}"
 
 
 def _mean_greedy(plan: str, config: str):

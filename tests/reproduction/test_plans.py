@@ -91,6 +91,7 @@ def test_label_smoothing_is_chosen_on_dev_once_both_runs_have_finished(head, tmp
 VARIANT_CHANGES = {
     "lr0.001": {"training.learning_rate": (0.001, 0.002)},
     "avg3": {"training.average_checkpoints": (3, 0)},
+    "untied": {"model.tie_embeddings": (False, True)},
 }
 
 

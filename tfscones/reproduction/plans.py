@@ -66,6 +66,11 @@ SPARSE_VARIANTS = {
         RecipeVariant(
             "avg3", "avg=3", "the mean of the last 3 epoch checkpoints kept when better on dev"
         ),
+        RecipeVariant(
+            "untied",
+            "untied",
+            "an output projection of its own (the recipe ties it to the embeddings)",
+        ),
     )
 }
 SPREAD_SEEDS = (1, 2)

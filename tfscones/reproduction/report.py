@@ -454,9 +454,9 @@ def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> 
         "Softmax, entmax-1.5 and sparsemax on the Multi30k recipe of the SCONES section; "
         "entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ "
         f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
-        "each); sparsemax also at ε = 0 with "
-        f"{', and with '.join(variant.change for variant in SPARSE_VARIANTS['sparsemax'])}, "
-        "chosen on the dev set too.",
+        f"each); sparsemax also at ε = 0 in {len(SPARSE_VARIANTS['sparsemax'])} variants of "
+        "its recipe, chosen on the dev set too: "
+        f"{'; '.join(variant.change for variant in SPARSE_VARIANTS['sparsemax'])}.",
         "",
         *_command(ENTMAX, folder),
         *_quality_table(records),

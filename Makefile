@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The default tests run in this many processes (pytest-xdist); 2 suits the 2-core CI machine.
+TEST_WORKERS ?= 2
 
 .PHONY: setup demo test test-slow lint
 
@@ -17,7 +19,7 @@ demo: setup
 	$(BIN)/python -m training.demo
 
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --numprocesses=$(TEST_WORKERS)
 
 test-slow: setup
 	$(BIN)/python -m pytest -m slow

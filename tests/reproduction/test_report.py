@@ -14,7 +14,7 @@ from tfscones.evaluation.analysis import (
     ModelAnalysis,
 )
 from tfscones.evaluation.model_errors import ScoreSummary
-from tfscones.reproduction.plans import MOE, PLANS
+from tfscones.reproduction.plans import MOE, PLANS, SPARSE_VARIANTS
 from tfscones.reproduction.report import write_report
 
 # label, seed -> (best dev BLEU, greedy test BLEU, beam-4 test BLEU)
@@ -345,6 +345,14 @@ def test_an_averaging_recipe_says_which_model_each_seed_kept(results_dir, tmp_pa
     # The mean of 34.9 and 35.06 is 34.98: short of 35.0, and written so.
     assert "| sparsemax (recipe by dev) greedy test BLEU, mean of seeds ≥ 35.0 | 34.98 " in page
     assert "| 34.98 | missed |" in page
+
+
+def test_the_entmax_section_lists_every_sparsemax_variant_of_the_choice(results_dir, tmp_path):
+    page = write_report(results_dir, tmp_path / "results.md")
+    changes = "; ".join(variant.change for variant in SPARSE_VARIANTS["sparsemax"])
+    listed = "sparsemax also at ε = 0 in 3 variants of its recipe, chosen on the dev set too: "
+    assert f"{listed}{changes}." in page
+    assert "an output projection of its own (the recipe ties it to the embeddings)" in changes
 
 
 def test_until_smoothing_is_chosen_the_finished_entmax_run_stands_in(results_dir, tmp_path):

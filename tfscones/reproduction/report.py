@@ -448,15 +448,15 @@ def _analysis_tables(analyses: dict, name: str, figures: Path) -> list[str]:
 
 
 def _entmax_section(records, multi30k, results_dir, spread, figures, folder) -> list[str]:
+    variants = SPARSE_VARIANTS["sparsemax"]
     lines = [
         f"## {ENTMAX.title}",
         "",
         "Softmax, entmax-1.5 and sparsemax on the Multi30k recipe of the SCONES section; "
         "entmax-1.5 and sparsemax each with Fenchel-Young label smoothing ε ∈ "
         f"{{{', '.join(f'{e:g}' for e in SPARSE_SMOOTHING)}}} (ε chosen on the dev set for "
-        f"each); sparsemax also at ε = 0 in {len(SPARSE_VARIANTS['sparsemax'])} variants of "
-        "its recipe, chosen on the dev set too: "
-        f"{'; '.join(variant.change for variant in SPARSE_VARIANTS['sparsemax'])}.",
+        f"each); sparsemax also at ε = 0 in {len(variants)} variants of its recipe, chosen on "
+        f"the dev set too: {'; '.join(variant.change for variant in variants)}.",
         "",
         *_command(ENTMAX, folder),
         *_quality_table(records),

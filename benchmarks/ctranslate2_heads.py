@@ -30,6 +30,7 @@ own run of this program.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -45,6 +46,7 @@ from tfscones.commands.argument_types import decodable_run, positive_int  # noqa
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import OutputLimits  # noqa: E402
 from tfscones.evaluation.metrics import corpus_bleu  # noqa: E402
+from tfscones.run_folder import RunFolder  # noqa: E402
 from tfscones.serving import RequestLimits, export_run, standard_searches  # noqa: E402
 from tfscones.serving.ctranslate2_export import export_ctranslate2  # noqa: E402
 from tfscones.serving.ctranslate2_translator import CTranslate2Translator  # noqa: E402
@@ -148,6 +150,23 @@ def speed_ratio(seconds: dict, engine: str, batch_size: int) -> float:
     return beam / seconds[engine, "SCONES", 1, batch_size]
 
 
+def describe_run(name: str, run: Path) -> str:
+    """One line naming the model a row measures: where, on what and from which code it trained.
+
+    Read from the run's `results.json`, so a record says which training run its figures belong
+    to; a run without one is described by its path alone.
+    """
+    path = RunFolder(run).results
+    if not path.is_file():
+        return f"{name}: {run} (no results.json: training record unknown)"
+    results = json.loads(path.read_text(encoding="utf-8"))
+    commit = results.get("code", {}).get("commit") or "not recorded"
+    return (
+        f"{name}: {run}, {results['steps']:,} steps on {results['machine']['description']}, "
+        f"code {commit[:7]}, best dev BLEU {results['best_dev_bleu']:.1f}"
+    )
+
+
 def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--softmax", type=decodable_run, required=True, help="softmax run")
@@ -175,7 +194,8 @@ def main(argv=None) -> None:
     run_tensorflow_on_threads(arguments.threads)
     sentences = read_lines(arguments.source)[: arguments.count]
     references = read_lines(arguments.reference)[: len(sentences)]
-    print(f"softmax {arguments.softmax}, SCONES {arguments.scones}")
+    print(describe_run("softmax", arguments.softmax))
+    print(describe_run("SCONES", arguments.scones))
     print(f"{len(sentences)} sentences from {arguments.source}")
     print(f"{arguments.threads} thread(s) per engine, median of {arguments.repeats} pass(es)")
     if arguments.output_limit:

@@ -30,7 +30,6 @@ own run of this program.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -46,6 +45,7 @@ from tfscones.commands.argument_types import decodable_run, positive_int  # noqa
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import OutputLimits  # noqa: E402
 from tfscones.evaluation.metrics import corpus_bleu  # noqa: E402
+from tfscones.reproduction.records import code_version_label, read_json  # noqa: E402
 from tfscones.run_folder import RunFolder  # noqa: E402
 from tfscones.serving import RequestLimits, export_run, standard_searches  # noqa: E402
 from tfscones.serving.ctranslate2_export import export_ctranslate2  # noqa: E402
@@ -156,14 +156,13 @@ def describe_run(name: str, run: Path) -> str:
     Read from the run's `results.json`, so a record says which training run its figures belong
     to; a run without one is described by its path alone.
     """
-    path = RunFolder(run).results
-    if not path.is_file():
+    results = read_json(RunFolder(run).results)
+    if results is None:
         return f"{name}: {run} (no results.json: training record unknown)"
-    results = json.loads(path.read_text(encoding="utf-8"))
-    commit = results.get("code", {}).get("commit") or "not recorded"
     return (
         f"{name}: {run}, {results['steps']:,} steps on {results['machine']['description']}, "
-        f"code {commit[:7]}, best dev BLEU {results['best_dev_bleu']:.1f}"
+        f"code {code_version_label(results.get('code'))}, "
+        f"best dev BLEU {results['best_dev_bleu']:.1f}"
     )
 
 

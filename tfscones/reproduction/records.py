@@ -125,6 +125,21 @@ def read_moe_comparison(results_dir: Path) -> MoeComparison | None:
     return MoeComparison(runs, diversity["sentences"], diversity["methods"], experts)
 
 
+def code_version_label(code: dict | None) -> str:
+    """The commit a run trained with, from `results.json`'s `code` record.
+
+    Args:
+        code: What `tfscones.training.machine.code_version` recorded, or None.
+
+    Returns:
+        The short commit, marked "(modified)" where tracked files differed from it; "not
+        recorded" for a run without one.
+    """
+    if not code or not code.get("commit"):
+        return "not recorded"
+    return code["commit"][:7] + (" (modified)" if code.get("modified") else "")
+
+
 def read_json(path: Path) -> dict | None:
     """A JSON file's value; None if there is no such file."""
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

@@ -44,6 +44,7 @@ from tfscones.reproduction.plans import (
 )
 from tfscones.reproduction.records import (
     RunRecord,
+    code_version_label,
     find,
     mean_over_seeds,
     read_moe_comparison,
@@ -164,15 +165,8 @@ def _run_row(record: RunRecord) -> str:
     return (
         f"| {run.name} | {run.seed} | {results['steps']:,} | {results['best_dev_bleu']:.1f} "
         f"| {_minutes(seconds)} | {results['steps'] / seconds:.2f} | {where} "
-        f"| {_code_version(results.get('code'))} |"
+        f"| {code_version_label(results.get('code'))} |"
     )
-
-
-def _code_version(code: dict | None) -> str:
-    """The commit a run trained with (`tfscones.training.machine.code_version`)."""
-    if not code or not code.get("commit"):
-        return "not recorded"
-    return code["commit"][:7] + (" (modified)" if code.get("modified") else "")
 
 
 def _minutes(seconds: float) -> str:

@@ -13,6 +13,8 @@ exact on CTranslate2 for every head, beam search for softmax only). Columns: BLE
 the whole file translated in requests of the largest batch size, and sentences/s at each
 `--batch-sizes` (text in, text out, SentencePiece included), the median of `--repeats` passes
 after one warm-up request; within a pass every row runs once, so machine noise hits them alike.
+Each decoder (an engine's model) runs in a fresh process of its own, as a server would run it,
+idle while the others run (`DecoderProcess` says why).
 The last lines give SCONES greedy's sentences/s over softmax beam 4's on CTranslate2 and their
 BLEU difference (target: at least 2x, BLEU no lower). CTranslate2 takes one output-length limit
 per call and our limit is per sentence (`CTranslate2Translator`): greedy search decodes a batch in
@@ -22,18 +24,22 @@ CTranslate2 could be with one limit for all; the ratio at batch 1 does not depen
 `--output-limit N` gives every sentence the same limit, N tokens, on both engines (the
 SavedModel's `max_length_a = 0`, `max_length_b = N`): every CTranslate2 batch is then one call.
 
-Both engines get `--threads` threads: TensorFlow's intra-op pool (its inter-op pool 1), fixed
-before TensorFlow runs anything, and CTranslate2's `intra_threads`; so each thread count is its
-own run of this program.
+Every engine gets `--threads` threads: TensorFlow's intra-op pool (its inter-op pool 1), fixed
+before TensorFlow runs anything, and CTranslate2's `intra_threads`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import multiprocessing
 import statistics
 import tempfile
 import time
+from concurrent import futures
 from pathlib import Path
+from typing import NamedTuple
 
 from tfscones.native_logs import import_tensorflow_quietly
 
@@ -60,55 +66,130 @@ SAVEDMODEL = "SavedModel"
 ENGINES = (CTRANSLATE2, CTRANSLATE2_INT8, SAVEDMODEL)
 
 
-def build_decoders(
-    runs: dict[str, Path], folder: Path, threads: int, output_limit: int | None
-) -> dict:
-    """Per (engine, model name): a decoder with `translate(sentences, beam_size)`."""
+class ExportedModel(NamedTuple):
+    """One run exported for both engines.
+
+    Attributes:
+        savedmodel: The SavedModel's folder (`BEAM_SIZE` beams).
+        ctranslate2: The CTranslate2 export's folder (float32).
+        limits: The SavedModel's request limits, as `RequestLimits.to_dict` writes them.
+    """
+
+    savedmodel: Path
+    ctranslate2: Path
+    limits: dict
+
+
+def export_models(
+    runs: dict[str, Path], folder: Path, output_limit: int | None
+) -> dict[str, ExportedModel]:
+    """Per model name: its run exported as a SavedModel and for CTranslate2 under `folder`."""
     output = OutputLimits(max_length_a=0.0, max_length_b=float(output_limit or 0))
     limits = RequestLimits(output=output) if output_limit else RequestLimits()
     settings = ExportSettings(standard_searches(beam_size=BEAM_SIZE, nbest=1), limits)
-    decoders = {}
+    models = {}
     for name, run in runs.items():
         info = export_run(folder / name / "savedmodel" / "1", run=run, settings=settings)
-        limits = RequestLimits.from_dict(info["limits"])
         ctranslate2_dir = export_ctranslate2(folder / name / "ctranslate2", run=run)["path"]
-        decoders[SAVEDMODEL, name] = SavedModelDecoder(Path(info["path"]), BEAM_SIZE)
-        decoders[CTRANSLATE2, name] = CTranslate2Translator(
-            ctranslate2_dir, limits, "float32", threads
+        models[name] = ExportedModel(Path(info["path"]), Path(ctranslate2_dir), info["limits"])
+    return models
+
+
+def build_decoder(engine: str, model: ExportedModel, threads: int):
+    """The engine's decoder of the model, with `translate(sentences, beam_size)`."""
+    if engine == SAVEDMODEL:
+        run_tensorflow_on_threads(threads)
+        return SavedModelDecoder(model.savedmodel, BEAM_SIZE)
+    compute_type = "int8" if engine == CTRANSLATE2_INT8 else "float32"
+    limits = RequestLimits.from_dict(model.limits)
+    return CTranslate2Translator(model.ctranslate2, limits, compute_type, threads)
+
+
+def time_requests(decoder, requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
+    """The texts `decoder` translates `requests` to, one request after another, and the seconds."""
+    start = time.perf_counter()
+    texts = [text for request in requests for text, _ in decoder.translate(request, beam_size)]
+    return texts, time.perf_counter() - start
+
+
+_process_decoder = None
+
+
+def _build_process_decoder(engine: str, model: ExportedModel, threads: int) -> None:
+    global _process_decoder
+    _process_decoder = build_decoder(engine, model, threads)
+
+
+def _time_process_requests(requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
+    return time_requests(_process_decoder, requests, beam_size)
+
+
+class DecoderProcess:
+    """One engine's decoder of one model, built and timed in a fresh process of its own.
+
+    A CTranslate2 translator runs its `intra_threads` as an OpenMP team, and GNU OpenMP (which
+    the CTranslate2 wheel ships) all but stops its threads from spin-waiting between parallel
+    regions once a process holds more OpenMP threads than the machine has cores (GOMP_SPINCOUNT's
+    documentation): every one of a decoding step's many small regions then waits for threads to
+    wake up. Two translators at two threads on two cores are enough; on a 2-core AMD EPYC,
+    float32 batch-1 greedy fell from ~95 to ~23 sentences/s once a second translator had run in
+    the process. So every decoder gets a process, as a server would give it; idle, it sleeps.
+
+    Args:
+        engine: One of `ENGINES`.
+        model: The model's exports.
+        threads: The engine's threads.
+    """
+
+    def __init__(self, engine: str, model: ExportedModel, threads: int):
+        self.pool = futures.ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_build_process_decoder,
+            initargs=(engine, model, threads),
         )
-        decoders[CTRANSLATE2_INT8, name] = CTranslate2Translator(
-            ctranslate2_dir, limits, "int8", threads
-        )
-    return decoders
+
+    def time_requests(self, requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
+        """`time_requests` with this process's decoder, timed in the process."""
+        return self.pool.submit(_time_process_requests, requests, beam_size).result()
+
+    def __enter__(self) -> DecoderProcess:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.pool.shutdown()
 
 
 def measure(
-    decoders: dict, sentences: list[str], batch_sizes: tuple[int, ...], repeats: int
+    timers: dict, sentences: list[str], batch_sizes: tuple[int, ...], repeats: int
 ) -> tuple[dict, dict]:
     """Translations (at the largest batch size) and median seconds per pass of every row.
+
+    Args:
+        timers: Per (engine, model name), a function like `time_requests` without its
+            decoder: `(requests, beam_size) -> (texts, seconds)`.
+        sentences: The sentences every row translates, in requests of each batch size.
+        batch_sizes: The request sizes timed.
+        repeats: Timed passes; each row runs once per pass, after one warm-up request.
 
     Returns:
         `(translations, seconds)`: per (engine, model, beam size) the translated texts, and per
         (engine, model, beam size, batch size) the median seconds of one pass.
     """
     calls, translations = {}, {}
-    for engine in ENGINES:
-        for name, beam_size in ROWS:
-            decoder = decoders[engine, name]
+    for (engine, name), timer in timers.items():
+        for beam_size in (beam for row_name, beam in ROWS if row_name == name):
             for batch_size in batch_sizes:
                 requests = batches(sentences, batch_size)
-                decoder.translate(requests[0], beam_size)
-                calls[engine, name, beam_size, batch_size] = (
-                    lambda d=decoder, b=beam_size, r=requests: [
-                        text for x in r for text, _ in d.translate(x, b)
-                    ]
+                timer(requests[:1], beam_size)
+                calls[engine, name, beam_size, batch_size] = functools.partial(
+                    timer, requests, beam_size
                 )
     seconds = {key: [] for key in calls}
     for _ in range(repeats):
         for key, call in calls.items():
-            start = time.perf_counter()
-            texts = call()
-            seconds[key].append(time.perf_counter() - start)
+            texts, elapsed = call()
+            seconds[key].append(elapsed)
             if key[-1] == max(batch_sizes):
                 translations[key[:-1]] = texts
     return translations, {key: statistics.median(values) for key, values in seconds.items()}
@@ -140,7 +221,7 @@ def print_table(
         )
         print(
             f"{engine}: SCONES greedy / softmax beam {BEAM_SIZE} sentences/s {ratios}; "
-            f"BLEU {difference:+.1f}"
+            f"BLEU {difference:+.2f}"
         )
 
 
@@ -190,7 +271,6 @@ def parse_arguments(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     arguments = parse_arguments(argv)
-    run_tensorflow_on_threads(arguments.threads)
     sentences = read_lines(arguments.source)[: arguments.count]
     references = read_lines(arguments.reference)[: len(sentences)]
     print(describe_run("softmax", arguments.softmax))
@@ -201,9 +281,16 @@ def main(argv=None) -> None:
         print(f"every sentence may produce {arguments.output_limit} tokens, EOS included")
     runs = {"SCONES": arguments.scones, "softmax": arguments.softmax}
     batch_sizes = tuple(sorted(set(arguments.batch_sizes)))
-    with tempfile.TemporaryDirectory() as folder:
-        decoders = build_decoders(runs, Path(folder), arguments.threads, arguments.output_limit)
-        translations, seconds = measure(decoders, sentences, batch_sizes, arguments.repeats)
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as processes:
+        models = export_models(runs, Path(folder), arguments.output_limit)
+        timers = {
+            (engine, name): processes.enter_context(
+                DecoderProcess(engine, model, arguments.threads)
+            ).time_requests
+            for engine in ENGINES
+            for name, model in models.items()
+        }
+        translations, seconds = measure(timers, sentences, batch_sizes, arguments.repeats)
     print_table(translations, seconds, references, batch_sizes)
 
 

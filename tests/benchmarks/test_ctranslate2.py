@@ -5,7 +5,10 @@ it these tests are skipped. The export and translator it times are tested in
 tests/export/test_ctranslate2.py.
 """
 
+import contextlib
+import functools
 import json
+import shutil
 
 import pytest
 
@@ -13,8 +16,11 @@ pytest.importorskip(
     "ctranslate2", reason='ctranslate2 is not installed (pip install ".[ctranslate2]")'
 )
 
+from benchmarks import ctranslate2_heads  # noqa: E402
 from benchmarks.ctranslate2_heads import describe_run  # noqa: E402
 from benchmarks.ctranslate2_speed import parse_arguments, seconds_per_pass  # noqa: E402
+from tests.export.conftest import demo_sentences, save_tiny_model  # noqa: E402
+from tfscones.data import train_sentencepiece  # noqa: E402
 
 
 class _CountingDecoder:
@@ -50,6 +56,62 @@ def test_counts_below_one_are_refused_by_name(tmp_path, capsys, flag, values):
         parse_arguments([*arguments, flag, *values])
     error = capsys.readouterr().err
     assert f"argument {flag}" in error and f"(got {values[-1]})" in error
+
+
+def test_heads_times_every_row_of_every_decoder_at_every_batch_size_after_one_warm_up():
+    decoders = {"SCONES": _CountingDecoder(), "softmax": _CountingDecoder()}
+    timers = {
+        ("engine", name): functools.partial(ctranslate2_heads.time_requests, decoder)
+        for name, decoder in decoders.items()
+    }
+    translations, seconds = ctranslate2_heads.measure(
+        timers, ["s"] * 5, batch_sizes=(1, 4), repeats=2
+    )
+    rows = [("engine", *row) for row in ctranslate2_heads.ROWS]
+    assert set(translations) == set(rows)
+    assert set(seconds) == {(*row, size) for row in rows for size in (1, 4)}
+    # Per batch size: one warm-up request, then two passes over 5 sentences.
+    assert decoders["SCONES"].requests == [(1, 1), (4, 1)] + ([(1, 1)] * 5 + [(4, 1), (1, 1)]) * 2
+    greedy, beam = [(1, 1)] * 5 + [(4, 1), (1, 1)], [(1, 4)] * 5 + [(4, 4), (1, 4)]
+    assert decoders["softmax"].requests == [(1, 1), (4, 1), (1, 4), (4, 4)] + (greedy + beam) * 2
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory):
+    """An untrained SCONES run and softmax run sharing one SentencePiece model."""
+    folder = tmp_path_factory.mktemp("runs")
+    for language in ("de", "en"):
+        text = "".join(line + "\n" for line in demo_sentences("train", 1500, language))
+        (folder / f"train.{language}").write_text(text, encoding="utf-8")
+    train_sentencepiece([folder / "train.de", folder / "train.en"], folder / "spm", vocab_size=400)
+    runs = {}
+    for name, head, seed in (("SCONES", "sigmoid", 7), ("softmax", "softmax", 3)):
+        runs[name] = folder / name
+        runs[name].mkdir()
+        shutil.copy(folder / "spm.model", runs[name] / "spm.model")
+        save_tiny_model(runs[name] / "model.keras", seed=seed, head=head)
+    return runs
+
+
+@pytest.mark.slow
+def test_heads_decoders_translate_alike_each_in_a_process_of_its_own(tiny_runs, tmp_path):
+    models = ctranslate2_heads.export_models(tiny_runs, tmp_path, output_limit=8)
+    engines = (ctranslate2_heads.CTRANSLATE2, ctranslate2_heads.SAVEDMODEL)
+    with contextlib.ExitStack() as processes:
+        timers = {
+            (engine, name): processes.enter_context(
+                ctranslate2_heads.DecoderProcess(engine, model, threads=1)
+            ).time_requests
+            for engine in engines
+            for name, model in models.items()
+        }
+        sentences = demo_sentences("test", 6, "en")
+        translations, seconds = ctranslate2_heads.measure(timers, sentences, (1, 4), repeats=1)
+    assert len(seconds) == 2 * 3 * 2 and all(value > 0 for value in seconds.values())
+    for name, beam_size in ctranslate2_heads.ROWS:
+        ours = translations[ctranslate2_heads.SAVEDMODEL, name, beam_size]
+        assert translations[ctranslate2_heads.CTRANSLATE2, name, beam_size] == ours
+        assert len(ours) == len(sentences) and any(ours)
 
 
 def test_a_record_names_the_training_run_of_each_model(tmp_path):

@@ -14,9 +14,9 @@ the whole file translated in requests of the largest batch size, and sentences/s
 `--batch-sizes` (text in, text out, SentencePiece included), the median of `--repeats` passes
 after one warm-up request; within a pass every row runs once, so machine noise hits them alike.
 Each decoder (an engine's model) runs in a fresh process of its own, as a server would run it,
-idle while the others run (`DecoderProcess` says why).
-The last lines give SCONES greedy's sentences/s over softmax beam 4's on CTranslate2 and their
-BLEU difference (target: at least 2x, BLEU no lower). CTranslate2 takes one output-length limit
+idle while the others run (`benchmarks.decoder_process` says why). The last lines give SCONES
+greedy's sentences/s over softmax beam 4's on CTranslate2 and both BLEU scores to three decimals
+(target: at least 2x, BLEU no lower). CTranslate2 takes one output-length limit
 per call and our limit is per sentence (`CTranslate2Translator`): greedy search decodes a batch in
 one call (plus one for the few sentences that ran past their limit), beam search in one call per
 distinct limit, so at batch sizes above 1 beam search's CTranslate2 rows are slower than
@@ -33,11 +33,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import multiprocessing
 import statistics
 import tempfile
-import time
-from concurrent import futures
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,6 +43,7 @@ from tfscones.native_logs import import_tensorflow_quietly
 import_tensorflow_quietly()
 
 from benchmarks.ctranslate2_speed import SavedModelDecoder, batches  # noqa: E402
+from benchmarks.decoder_process import DecoderProcess  # noqa: E402
 from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.commands.argument_types import decodable_run, positive_int  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
@@ -105,69 +103,14 @@ def build_decoder(engine: str, model: ExportedModel, threads: int):
     return CTranslate2Translator(model.ctranslate2, limits, compute_type, threads)
 
 
-def time_requests(decoder, requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
-    """The texts `decoder` translates `requests` to, one request after another, and the seconds."""
-    start = time.perf_counter()
-    texts = [text for request in requests for text, _ in decoder.translate(request, beam_size)]
-    return texts, time.perf_counter() - start
-
-
-_process_decoder = None
-
-
-def _build_process_decoder(engine: str, model: ExportedModel, threads: int) -> None:
-    global _process_decoder
-    _process_decoder = build_decoder(engine, model, threads)
-
-
-def _time_process_requests(requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
-    return time_requests(_process_decoder, requests, beam_size)
-
-
-class DecoderProcess:
-    """One engine's decoder of one model, built and timed in a fresh process of its own.
-
-    A CTranslate2 translator runs its `intra_threads` as an OpenMP team, and GNU OpenMP (which
-    the CTranslate2 wheel ships) all but stops its threads from spin-waiting between parallel
-    regions once a process holds more OpenMP threads than the machine has cores (GOMP_SPINCOUNT's
-    documentation): every one of a decoding step's many small regions then waits for threads to
-    wake up. Two translators at two threads on two cores are enough; on a 2-core AMD EPYC,
-    float32 batch-1 greedy fell from ~95 to ~23 sentences/s once a second translator had run in
-    the process. So every decoder gets a process, as a server would give it; idle, it sleeps.
-
-    Args:
-        engine: One of `ENGINES`.
-        model: The model's exports.
-        threads: The engine's threads.
-    """
-
-    def __init__(self, engine: str, model: ExportedModel, threads: int):
-        self.pool = futures.ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_build_process_decoder,
-            initargs=(engine, model, threads),
-        )
-
-    def time_requests(self, requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
-        """`time_requests` with this process's decoder, timed in the process."""
-        return self.pool.submit(_time_process_requests, requests, beam_size).result()
-
-    def __enter__(self) -> DecoderProcess:
-        return self
-
-    def __exit__(self, *exception) -> None:
-        self.pool.shutdown()
-
-
 def measure(
     timers: dict, sentences: list[str], batch_sizes: tuple[int, ...], repeats: int
 ) -> tuple[dict, dict]:
     """Translations (at the largest batch size) and median seconds per pass of every row.
 
     Args:
-        timers: Per (engine, model name), a function like `time_requests` without its
-            decoder: `(requests, beam_size) -> (texts, seconds)`.
+        timers: Per (engine, model name), `(requests, beam_size) -> (texts, seconds)`:
+            `benchmarks.decoder_process.time_requests` with the decoder given.
         sentences: The sentences every row translates, in requests of each batch size.
         batch_sizes: The request sizes timed.
         repeats: Timed passes; each row runs once per pass, after one warm-up request.
@@ -215,13 +158,13 @@ def print_table(
             )
     print()
     for engine in (CTRANSLATE2, CTRANSLATE2_INT8):
-        difference = bleu[engine, "SCONES", 1] - bleu[engine, "softmax", BEAM_SIZE]
+        scones, beam = bleu[engine, "SCONES", 1], bleu[engine, "softmax", BEAM_SIZE]
         ratios = ", ".join(
             f"{speed_ratio(seconds, engine, size):.2f}x at batch {size}" for size in batch_sizes
         )
         print(
             f"{engine}: SCONES greedy / softmax beam {BEAM_SIZE} sentences/s {ratios}; "
-            f"BLEU {difference:+.2f}"
+            f"BLEU {scones:.3f} against {beam:.3f} ({scones - beam:+.3f})"
         )
 
 
@@ -285,7 +228,7 @@ def main(argv=None) -> None:
         models = export_models(runs, Path(folder), arguments.output_limit)
         timers = {
             (engine, name): processes.enter_context(
-                DecoderProcess(engine, model, arguments.threads)
+                DecoderProcess(build_decoder, engine, model, arguments.threads)
             ).time_requests
             for engine in ENGINES
             for name, model in models.items()

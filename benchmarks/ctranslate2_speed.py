@@ -24,15 +24,17 @@ with int8 weights (quantised when the model loads). Both get `--threads` threads
 intra-op pool (its inter-op pool 1), set before TensorFlow runs anything, and CTranslate2's
 `intra_threads` (`inter_threads` 1). Each time is the median of `--repeats` passes over the
 sentences, after one warm-up request per configuration; within a pass every configuration runs
-once, so machine noise hits them alike. The last column is SavedModel time over CTranslate2 time.
+once, so machine noise hits them alike; each decoder is timed in a fresh process of its own
+(`benchmarks.decoder_process` says why). The last column is SavedModel time over CTranslate2 time.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -43,6 +45,7 @@ import_tensorflow_quietly()
 
 import tensorflow as tf  # noqa: E402
 
+from benchmarks.decoder_process import DecoderProcess  # noqa: E402
 from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.serving import RequestLimits, export_run, standard_searches  # noqa: E402
@@ -141,24 +144,28 @@ def check(decoders: dict, sentences: list[str], tolerance: float) -> bool:
 
 
 def seconds_per_pass(
-    decoders: dict, sentences: list[str], repeats: int, batch_sizes: tuple[int, ...] = BATCH_SIZES
+    timers: dict, sentences: list[str], repeats: int, batch_sizes: tuple[int, ...] = BATCH_SIZES
 ) -> dict:
-    """Median seconds of one pass over the sentences, per (decoder, beam size, batch size)."""
+    """Median seconds of one pass over the sentences, per (decoder, beam size, batch size).
+
+    Args:
+        timers: Per decoder name, `(requests, beam_size) -> (texts, seconds)`:
+            `benchmarks.decoder_process.time_requests` with the decoder given.
+        sentences: The sentences, in requests of each batch size, in file order.
+        repeats: Timed passes; each configuration runs once per pass, after one warm-up request.
+        batch_sizes: The request sizes timed.
+    """
     calls = {}
-    for name, decoder in decoders.items():
+    for name, timer in timers.items():
         for beam_size in BEAM_SIZES:
             for batch_size in batch_sizes:
                 requests = batches(sentences, batch_size)
-                decoder.translate(requests[0], beam_size)
-                calls[name, beam_size, batch_size] = lambda d=decoder, b=beam_size, r=requests: [
-                    d.translate(x, b) for x in r
-                ]
+                timer(requests[:1], beam_size)
+                calls[name, beam_size, batch_size] = functools.partial(timer, requests, beam_size)
     seconds = {key: [] for key in calls}
     for _ in range(repeats):
         for key, call in calls.items():
-            start = time.perf_counter()
-            call()
-            seconds[key].append(time.perf_counter() - start)
+            seconds[key].append(call()[1])
     return {key: statistics.median(values) for key, values in seconds.items()}
 
 
@@ -180,20 +187,44 @@ def print_table(seconds: dict, count: int, batch_sizes: tuple[int, ...] = BATCH_
             )
 
 
-def build_decoders(run: Path, folder: Path, threads: int) -> dict:
-    """The SavedModel and CTranslate2 (float32, int8) decoders of the run's model."""
+class Exports(NamedTuple):
+    """The run's model exported for both engines.
+
+    Attributes:
+        savedmodel: The SavedModel's folder (4 beams).
+        ctranslate2: The CTranslate2 export's folder (float32).
+        limits: The SavedModel's request limits, as `RequestLimits.to_dict` writes them.
+    """
+
+    savedmodel: Path
+    ctranslate2: Path
+    limits: dict
+
+
+def export_both(run: Path, folder: Path) -> Exports:
+    """The run exported as a SavedModel and for CTranslate2 under `folder`."""
     info = export_run(
         folder / "savedmodel" / "1",
         run=run,
         settings=ExportSettings(standard_searches(beam_size=4, nbest=1)),
     )
-    limits = RequestLimits.from_dict(info["limits"])
     model_dir = export_ctranslate2(folder / "ctranslate2", run=run)["path"]
-    return {
-        SAVEDMODEL: SavedModelDecoder(Path(info["path"]), beam_size=4),
-        FLOAT32: CTranslate2Translator(model_dir, limits, "float32", threads),
-        INT8: CTranslate2Translator(model_dir, limits, "int8", threads),
-    }
+    return Exports(Path(info["path"]), Path(model_dir), info["limits"])
+
+
+def build_decoder(name: str, exports: Exports, threads: int):
+    """One of `DECODERS`, with `translate(sentences, beam_size)`."""
+    if name == SAVEDMODEL:
+        return SavedModelDecoder(exports.savedmodel, beam_size=4)
+    compute_type = "int8" if name == INT8 else "float32"
+    limits = RequestLimits.from_dict(exports.limits)
+    return CTranslate2Translator(exports.ctranslate2, limits, compute_type, threads)
+
+
+def build_timed_decoder(name: str, exports: Exports, threads: int):
+    """`build_decoder` in a fresh process, TensorFlow on `threads` threads."""
+    run_tensorflow_on_threads(threads)
+    return build_decoder(name, exports, threads)
 
 
 def parse_arguments(argv=None) -> argparse.Namespace:
@@ -224,13 +255,21 @@ def main(argv=None) -> None:
     sentences = read_lines(arguments.sentences)[: arguments.count]
     print(f"{arguments.run}, {len(sentences)} sentences from {arguments.sentences}")
     print(f"{arguments.threads} thread(s) per engine, median of {arguments.repeats} pass(es)")
-    with tempfile.TemporaryDirectory() as folder:
-        decoders = build_decoders(arguments.run, Path(folder), arguments.threads)
+    batch_sizes = tuple(arguments.batch_sizes)
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as processes:
+        exports = export_both(arguments.run, Path(folder))
         passed = not arguments.check or check(
-            decoders, sentences[: arguments.check], arguments.tolerance
+            {name: build_decoder(name, exports, arguments.threads) for name in DECODERS},
+            sentences[: arguments.check],
+            arguments.tolerance,
         )
-        batch_sizes = tuple(arguments.batch_sizes)
-        seconds = seconds_per_pass(decoders, sentences, arguments.repeats, batch_sizes)
+        timers = {
+            name: processes.enter_context(
+                DecoderProcess(build_timed_decoder, name, exports, arguments.threads)
+            ).time_requests
+            for name in DECODERS
+        }
+        seconds = seconds_per_pass(timers, sentences, arguments.repeats, batch_sizes)
         print_table(seconds, len(sentences), batch_sizes)
     if not passed:
         raise SystemExit("CTranslate2's outputs differ from the SavedModel's (see the check)")

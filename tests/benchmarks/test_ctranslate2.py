@@ -19,6 +19,7 @@ pytest.importorskip(
 from benchmarks import ctranslate2_heads  # noqa: E402
 from benchmarks.ctranslate2_heads import describe_run  # noqa: E402
 from benchmarks.ctranslate2_speed import parse_arguments, seconds_per_pass  # noqa: E402
+from benchmarks.decoder_process import DecoderProcess, time_requests  # noqa: E402
 from tests.export.conftest import demo_sentences, save_tiny_model  # noqa: E402
 from tfscones.data import train_sentencepiece  # noqa: E402
 
@@ -36,7 +37,8 @@ class _CountingDecoder:
 
 def test_speed_passes_time_only_the_batch_sizes_asked_for():
     decoder = _CountingDecoder()
-    seconds = seconds_per_pass({"engine": decoder}, ["s"] * 10, repeats=2, batch_sizes=(4,))
+    timers = {"engine": functools.partial(time_requests, decoder)}
+    seconds = seconds_per_pass(timers, ["s"] * 10, repeats=2, batch_sizes=(4,))
     assert set(seconds) == {("engine", 1, 4), ("engine", 4, 4)}
     # Per beam size: one warm-up request, then two passes of requests of 4, 4 and 2 sentences.
     assert (
@@ -61,7 +63,7 @@ def test_counts_below_one_are_refused_by_name(tmp_path, capsys, flag, values):
 def test_heads_times_every_row_of_every_decoder_at_every_batch_size_after_one_warm_up():
     decoders = {"SCONES": _CountingDecoder(), "softmax": _CountingDecoder()}
     timers = {
-        ("engine", name): functools.partial(ctranslate2_heads.time_requests, decoder)
+        ("engine", name): functools.partial(time_requests, decoder)
         for name, decoder in decoders.items()
     }
     translations, seconds = ctranslate2_heads.measure(
@@ -74,6 +76,24 @@ def test_heads_times_every_row_of_every_decoder_at_every_batch_size_after_one_wa
     assert decoders["SCONES"].requests == [(1, 1), (4, 1)] + ([(1, 1)] * 5 + [(4, 1), (1, 1)]) * 2
     greedy, beam = [(1, 1)] * 5 + [(4, 1), (1, 1)], [(1, 4)] * 5 + [(4, 4), (1, 4)]
     assert decoders["softmax"].requests == [(1, 1), (4, 1), (1, 4), (4, 4)] + (greedy + beam) * 2
+
+
+def test_heads_compares_scones_greedy_with_softmax_beam_on_each_ctranslate2_engine(capsys):
+    references = ["ein Hund läuft über die Wiese", "zwei Kinder spielen im Park"]
+    keys = [
+        (engine, *row) for engine in ctranslate2_heads.ENGINES for row in ctranslate2_heads.ROWS
+    ]
+    translations = {key: references for key in keys}
+    seconds = {(*key, 32): 1.0 for key in keys}
+    seconds[ctranslate2_heads.CTRANSLATE2, "softmax", 4, 32] = 2.5
+    translations[ctranslate2_heads.CTRANSLATE2_INT8, "SCONES", 1] = [references[0], "zwei Kinder"]
+    ctranslate2_heads.print_table(translations, seconds, references, (32,))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].endswith("2.50x at batch 32; BLEU 100.000 against 100.000 (+0.000)")
+    assert lines[-1].startswith(
+        "CTranslate2 int8: SCONES greedy / softmax beam 4 sentences/s 1.00x"
+    )
+    assert "against 100.000 (-" in lines[-1]
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +120,7 @@ def test_heads_decoders_translate_alike_each_in_a_process_of_its_own(tiny_runs, 
     with contextlib.ExitStack() as processes:
         timers = {
             (engine, name): processes.enter_context(
-                ctranslate2_heads.DecoderProcess(engine, model, threads=1)
+                DecoderProcess(ctranslate2_heads.build_decoder, engine, model, 1)
             ).time_requests
             for engine in engines
             for name, model in models.items()

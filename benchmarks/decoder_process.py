@@ -1,0 +1,71 @@
+"""A decoder built and timed in a fresh process of its own, for the serving benchmarks.
+
+    with DecoderProcess(build_decoder, engine, model, threads) as process:
+        texts, seconds = process.time_requests(requests, beam_size=1)
+
+A CTranslate2 translator runs its `intra_threads` as an OpenMP team, and GNU OpenMP (which the
+CTranslate2 wheel ships) all but stops its threads from spin-waiting between parallel regions
+once a process holds more OpenMP threads than the machine has cores (GOMP_SPINCOUNT's
+documentation): each of a decoding step's many small regions then waits for threads to wake up.
+Two translators at two threads on two cores are enough: on a 2-core AMD EPYC, float32 batch-1
+greedy fell from ~95 to ~23 sentences/s once a second translator had run in the process. So a
+benchmark gives every decoder a process, as a server would; idle, it sleeps.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable
+from concurrent import futures
+
+_process_decoder = None
+
+
+def time_requests(decoder, requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
+    """The texts `decoder` translates `requests` to, one request after another, and the seconds.
+
+    Args:
+        decoder: Anything with `translate(sentences, beam_size) -> [(text, score), ...]`.
+        requests: The requests, each a list of sentences.
+        beam_size: Beams (1: greedy search).
+    """
+    start = time.perf_counter()
+    texts = [text for request in requests for text, _ in decoder.translate(request, beam_size)]
+    return texts, time.perf_counter() - start
+
+
+def _build_process_decoder(build: Callable, arguments: tuple) -> None:
+    global _process_decoder
+    _process_decoder = build(*arguments)
+
+
+def _time_process_requests(requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
+    return time_requests(_process_decoder, requests, beam_size)
+
+
+class DecoderProcess:
+    """A decoder built by `build(*arguments)` in a fresh (spawned) process, timed there.
+
+    Args:
+        build: A module-level function that returns the decoder (it is pickled by name).
+        *arguments: Its arguments, picklable.
+    """
+
+    def __init__(self, build: Callable, *arguments):
+        self.pool = futures.ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_build_process_decoder,
+            initargs=(build, arguments),
+        )
+
+    def time_requests(self, requests: list[list[str]], beam_size: int) -> tuple[list[str], float]:
+        """`time_requests` with this process's decoder, timed in the process."""
+        return self.pool.submit(_time_process_requests, requests, beam_size).result()
+
+    def __enter__(self) -> DecoderProcess:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.pool.shutdown()

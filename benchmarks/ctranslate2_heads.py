@@ -36,71 +36,41 @@ import functools
 import statistics
 import tempfile
 from pathlib import Path
-from typing import NamedTuple
 
 from tfscones.native_logs import import_tensorflow_quietly
 
 import_tensorflow_quietly()
 
-from benchmarks.ctranslate2_speed import SavedModelDecoder, batches  # noqa: E402
+from benchmarks.ctranslate2_speed import (  # noqa: E402
+    BEAM_SIZE,
+    CTRANSLATE2,
+    CTRANSLATE2_INT8,
+    SAVEDMODEL,
+    Exports,
+    batches,
+    build_timed_decoder,
+    export_both,
+)
 from benchmarks.decoder_process import DecoderProcess  # noqa: E402
-from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.commands.argument_types import decodable_run, positive_int  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import OutputLimits  # noqa: E402
 from tfscones.evaluation.metrics import corpus_bleu  # noqa: E402
 from tfscones.reproduction.records import code_version_label, read_json  # noqa: E402
 from tfscones.run_folder import RunFolder  # noqa: E402
-from tfscones.serving import RequestLimits, export_run, standard_searches  # noqa: E402
-from tfscones.serving.ctranslate2_export import export_ctranslate2  # noqa: E402
-from tfscones.serving.ctranslate2_translator import CTranslate2Translator  # noqa: E402
-from tfscones.serving.export import ExportSettings  # noqa: E402
+from tfscones.serving import RequestLimits  # noqa: E402
 
-BEAM_SIZE = 4
 ROWS = (("SCONES", 1), ("softmax", 1), ("softmax", BEAM_SIZE))
-CTRANSLATE2 = "CTranslate2"
-CTRANSLATE2_INT8 = "CTranslate2 int8"
-SAVEDMODEL = "SavedModel"
 ENGINES = (CTRANSLATE2, CTRANSLATE2_INT8, SAVEDMODEL)
-
-
-class ExportedModel(NamedTuple):
-    """One run exported for both engines.
-
-    Attributes:
-        savedmodel: The SavedModel's folder (`BEAM_SIZE` beams).
-        ctranslate2: The CTranslate2 export's folder (float32).
-        limits: The SavedModel's request limits, as `RequestLimits.to_dict` writes them.
-    """
-
-    savedmodel: Path
-    ctranslate2: Path
-    limits: dict
 
 
 def export_models(
     runs: dict[str, Path], folder: Path, output_limit: int | None
-) -> dict[str, ExportedModel]:
+) -> dict[str, Exports]:
     """Per model name: its run exported as a SavedModel and for CTranslate2 under `folder`."""
     output = OutputLimits(max_length_a=0.0, max_length_b=float(output_limit or 0))
     limits = RequestLimits(output=output) if output_limit else RequestLimits()
-    settings = ExportSettings(standard_searches(beam_size=BEAM_SIZE, nbest=1), limits)
-    models = {}
-    for name, run in runs.items():
-        info = export_run(folder / name / "savedmodel" / "1", run=run, settings=settings)
-        ctranslate2_dir = export_ctranslate2(folder / name / "ctranslate2", run=run)["path"]
-        models[name] = ExportedModel(Path(info["path"]), Path(ctranslate2_dir), info["limits"])
-    return models
-
-
-def build_decoder(engine: str, model: ExportedModel, threads: int):
-    """The engine's decoder of the model, with `translate(sentences, beam_size)`."""
-    if engine == SAVEDMODEL:
-        run_tensorflow_on_threads(threads)
-        return SavedModelDecoder(model.savedmodel, BEAM_SIZE)
-    compute_type = "int8" if engine == CTRANSLATE2_INT8 else "float32"
-    limits = RequestLimits.from_dict(model.limits)
-    return CTranslate2Translator(model.ctranslate2, limits, compute_type, threads)
+    return {name: export_both(run, folder / name, limits) for name, run in runs.items()}
 
 
 def measure(
@@ -228,7 +198,7 @@ def main(argv=None) -> None:
         models = export_models(runs, Path(folder), arguments.output_limit)
         timers = {
             (engine, name): processes.enter_context(
-                DecoderProcess(build_decoder, engine, model, arguments.threads)
+                DecoderProcess(build_timed_decoder, engine, model, arguments.threads)
             ).time_requests
             for engine in ENGINES
             for name, model in models.items()

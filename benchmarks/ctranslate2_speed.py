@@ -54,11 +54,12 @@ from tfscones.serving.ctranslate2_translator import CTranslate2Translator  # noq
 from tfscones.serving.export import ExportSettings  # noqa: E402
 
 BATCH_SIZES = (1, 4, 32)
-BEAM_SIZES = (1, 4)
+BEAM_SIZE = 4
+BEAM_SIZES = (1, BEAM_SIZE)
 SAVEDMODEL = "SavedModel"
-FLOAT32 = "CTranslate2"
-INT8 = "CTranslate2 int8"
-DECODERS = (SAVEDMODEL, FLOAT32, INT8)
+CTRANSLATE2 = "CTranslate2"
+CTRANSLATE2_INT8 = "CTranslate2 int8"
+DECODERS = (SAVEDMODEL, CTRANSLATE2, CTRANSLATE2_INT8)
 
 
 class SavedModelDecoder:
@@ -126,9 +127,9 @@ def check(decoders: dict, sentences: list[str], tolerance: float) -> bool:
     passed = True
     for beam_size in BEAM_SIZES:
         expected = one_at_a_time(decoders[SAVEDMODEL], sentences, beam_size)
-        outputs = one_at_a_time(decoders[FLOAT32], sentences, beam_size)
+        outputs = one_at_a_time(decoders[CTRANSLATE2], sentences, beam_size)
         fp32 = agreement(expected, outputs)
-        int8 = agreement(expected, one_at_a_time(decoders[INT8], sentences, beam_size))
+        int8 = agreement(expected, one_at_a_time(decoders[CTRANSLATE2_INT8], sentences, beam_size))
         ok = not fp32.differing and fp32.largest_difference <= tolerance
         passed &= ok
         print(
@@ -191,7 +192,7 @@ class Exports(NamedTuple):
     """The run's model exported for both engines.
 
     Attributes:
-        savedmodel: The SavedModel's folder (4 beams).
+        savedmodel: The SavedModel's folder (`BEAM_SIZE` beams).
         ctranslate2: The CTranslate2 export's folder (float32).
         limits: The SavedModel's request limits, as `RequestLimits.to_dict` writes them.
     """
@@ -201,13 +202,12 @@ class Exports(NamedTuple):
     limits: dict
 
 
-def export_both(run: Path, folder: Path) -> Exports:
-    """The run exported as a SavedModel and for CTranslate2 under `folder`."""
-    info = export_run(
-        folder / "savedmodel" / "1",
-        run=run,
-        settings=ExportSettings(standard_searches(beam_size=4, nbest=1)),
+def export_both(run: Path, folder: Path, limits: RequestLimits | None = None) -> Exports:
+    """The run exported under `folder` as a SavedModel (with `limits`) and for CTranslate2."""
+    settings = ExportSettings(
+        standard_searches(beam_size=BEAM_SIZE, nbest=1), limits or RequestLimits()
     )
+    info = export_run(folder / "savedmodel" / "1", run=run, settings=settings)
     model_dir = export_ctranslate2(folder / "ctranslate2", run=run)["path"]
     return Exports(Path(info["path"]), Path(model_dir), info["limits"])
 
@@ -215,14 +215,14 @@ def export_both(run: Path, folder: Path) -> Exports:
 def build_decoder(name: str, exports: Exports, threads: int):
     """One of `DECODERS`, with `translate(sentences, beam_size)`."""
     if name == SAVEDMODEL:
-        return SavedModelDecoder(exports.savedmodel, beam_size=4)
-    compute_type = "int8" if name == INT8 else "float32"
+        return SavedModelDecoder(exports.savedmodel, BEAM_SIZE)
+    compute_type = "int8" if name == CTRANSLATE2_INT8 else "float32"
     limits = RequestLimits.from_dict(exports.limits)
     return CTranslate2Translator(exports.ctranslate2, limits, compute_type, threads)
 
 
 def build_timed_decoder(name: str, exports: Exports, threads: int):
-    """`build_decoder` in a fresh process, TensorFlow on `threads` threads."""
+    """`build_decoder` for a fresh process (`DecoderProcess`): TensorFlow on `threads` threads."""
     run_tensorflow_on_threads(threads)
     return build_decoder(name, exports, threads)
 

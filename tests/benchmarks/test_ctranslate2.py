@@ -18,7 +18,7 @@ pytest.importorskip(
 
 from benchmarks import ctranslate2_heads  # noqa: E402
 from benchmarks.ctranslate2_heads import describe_run  # noqa: E402
-from benchmarks.ctranslate2_speed import parse_arguments, seconds_per_pass  # noqa: E402
+from benchmarks.ctranslate2_speed import build_timed_decoder, parse_arguments, seconds_per_pass  # noqa: E402
 from benchmarks.decoder_process import DecoderProcess, time_requests  # noqa: E402
 from tests.export.conftest import demo_sentences, save_tiny_model  # noqa: E402
 from tfscones.data import train_sentencepiece  # noqa: E402
@@ -120,7 +120,7 @@ def test_heads_decoders_translate_alike_each_in_a_process_of_its_own(tiny_runs, 
     with contextlib.ExitStack() as processes:
         timers = {
             (engine, name): processes.enter_context(
-                DecoderProcess(ctranslate2_heads.build_decoder, engine, model, 1)
+                DecoderProcess(build_timed_decoder, engine, model, 1)
             ).time_requests
             for engine in engines
             for name, model in models.items()

@@ -9,6 +9,7 @@ import ast
 import itertools
 import subprocess
 import sys
+import threading
 
 import keras
 import numpy as np
@@ -26,7 +27,12 @@ from tfscones.commands import export as export_command  # noqa: E402
 from tfscones.data.vocab_ids import EOS_ID  # noqa: E402
 from tfscones.decoding import OutputLimits, Search, beam_search, greedy_decode  # noqa: E402
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer  # noqa: E402
-from tfscones.serving import ExportError, RequestLimits, TranslationModule  # noqa: E402
+from tfscones.serving import (  # noqa: E402
+    ExportError,
+    RequestLimits,
+    TranslationModule,
+    ctranslate2_translator,
+)
 from tfscones.serving.ctranslate2_export import (  # noqa: E402
     CTranslate2Info,
     export_ctranslate2,
@@ -312,3 +318,22 @@ def test_the_translator_refuses_what_is_not_an_export_and_limits_beyond_its_posi
         CTranslate2Translator(ctranslate2_export, limits)
     with pytest.raises(TypeError, match="not one string"):
         CTranslate2Translator(ctranslate2_export).translate("Guten Morgen.")
+
+
+def test_the_translator_loads_on_a_thread_that_has_ended_when_loading_returns(monkeypatch):
+    loads = []
+
+    def translator(*arguments, **settings):
+        loads.append((threading.current_thread(), arguments, settings))
+        if settings["compute_type"] == "unknown":
+            raise ValueError("unknown compute type")
+        return "translator"
+
+    monkeypatch.setattr(ctranslate2_translator.ctranslate2, "Translator", translator)
+    assert ctranslate2_translator.load_translator("model", "int8", 2) == "translator"
+    thread, arguments, settings = loads[0]
+    assert thread is not threading.current_thread() and not thread.is_alive()
+    assert arguments == ("model",)
+    assert settings == {"compute_type": "int8", "intra_threads": 2, "inter_threads": 1}
+    with pytest.raises(ValueError, match="unknown compute type"):
+        ctranslate2_translator.load_translator("model", "unknown", 1)

@@ -31,6 +31,7 @@ import collections
 import json
 import os
 from collections.abc import Iterable
+from concurrent import futures
 from pathlib import Path
 from typing import NamedTuple
 
@@ -93,9 +94,7 @@ class CTranslate2Translator:
     ):
         self.info = CTranslate2Info.read(model_dir)
         self.limits = (limits or RequestLimits()).for_model(self.info.positions)
-        self.translator = ctranslate2.Translator(
-            str(model_dir), compute_type=compute_type, intra_threads=threads, inter_threads=1
-        )
+        self.translator = load_translator(model_dir, compute_type, threads)
         vocabulary = Path(model_dir) / "shared_vocabulary.json"
         self.pieces = json.loads(vocabulary.read_text(encoding="utf-8"))
         self.piece_ids = {piece: i for i, piece in enumerate(self.pieces)}
@@ -228,6 +227,30 @@ class CTranslate2Translator:
             text = self.sentencepiece.decode(_without_end(hypothesis.ids))
             translations[i] = Translation(text, hypothesis.score)
         return translations
+
+
+def load_translator(
+    model_dir: str | os.PathLike, compute_type: str, threads: int
+) -> ctranslate2.Translator:
+    """A `ctranslate2.Translator` of one worker on `threads` threads, loaded in a thread of its own.
+
+    Loading int8 weights runs an OpenMP team on the loading thread, and the team lives as long
+    as that thread. Left on the caller's thread, it adds to the translator's own team, and once
+    a process holds more OpenMP threads than cores GNU OpenMP (which the CTranslate2 wheel ships)
+    all but stops its threads from spin-waiting between the many small parallel regions of a
+    decoding step (GOMP_SPINCOUNT's documentation): on a 2-core AMD EPYC, int8 greedy search of
+    single sentences at 2 threads ran 29 sentences/s loaded on the caller's thread and 168
+    loaded on a thread that then ended, ending its team.
+    """
+    with futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctranslate2-load") as pool:
+        loading = pool.submit(
+            ctranslate2.Translator,
+            str(model_dir),
+            compute_type=compute_type,
+            intra_threads=threads,
+            inter_threads=1,
+        )
+        return loading.result()
 
 
 def _without_end(ids: list[int]) -> list[int]:

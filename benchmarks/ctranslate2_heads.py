@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import statistics
 import tempfile
 from pathlib import Path
 
@@ -51,7 +50,7 @@ from benchmarks.ctranslate2_speed import (  # noqa: E402
     build_timed_decoder,
     export_both,
 )
-from benchmarks.decoder_process import DecoderProcess  # noqa: E402
+from benchmarks.decoder_process import DecoderProcess, time_passes  # noqa: E402
 from tfscones.commands.argument_types import decodable_run, positive_int  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.decoding import OutputLimits  # noqa: E402
@@ -89,23 +88,13 @@ def measure(
         `(translations, seconds)`: per (engine, model, beam size) the translated texts, and per
         (engine, model, beam size, batch size) the median seconds of one pass.
     """
-    calls, translations = {}, {}
-    for (engine, name), timer in timers.items():
-        for beam_size in (beam for row_name, beam in ROWS if row_name == name):
-            for batch_size in batch_sizes:
-                requests = batches(sentences, batch_size)
-                timer(requests[:1], beam_size)
-                calls[engine, name, beam_size, batch_size] = functools.partial(
-                    timer, requests, beam_size
-                )
-    seconds = {key: [] for key in calls}
-    for _ in range(repeats):
-        for key, call in calls.items():
-            texts, elapsed = call()
-            seconds[key].append(elapsed)
-            if key[-1] == max(batch_sizes):
-                translations[key[:-1]] = texts
-    return translations, {key: statistics.median(values) for key, values in seconds.items()}
+    rows = {
+        (engine, name, beam_size): (timer, beam_size)
+        for (engine, name), timer in timers.items()
+        for row_name, beam_size in ROWS
+        if row_name == name
+    }
+    return time_passes(rows, functools.partial(batches, sentences), batch_sizes, repeats)
 
 
 def print_table(

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import statistics
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
@@ -45,7 +44,7 @@ import_tensorflow_quietly()
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks.decoder_process import DecoderProcess  # noqa: E402
+from benchmarks.decoder_process import DecoderProcess, time_passes  # noqa: E402
 from benchmarks.engine_threads import run_tensorflow_on_threads  # noqa: E402
 from tfscones.data.text_lines import read_lines  # noqa: E402
 from tfscones.serving import RequestLimits, export_run, standard_searches  # noqa: E402
@@ -156,18 +155,12 @@ def seconds_per_pass(
         repeats: Timed passes; each configuration runs once per pass, after one warm-up request.
         batch_sizes: The request sizes timed.
     """
-    calls = {}
-    for name, timer in timers.items():
-        for beam_size in BEAM_SIZES:
-            for batch_size in batch_sizes:
-                requests = batches(sentences, batch_size)
-                timer(requests[:1], beam_size)
-                calls[name, beam_size, batch_size] = functools.partial(timer, requests, beam_size)
-    seconds = {key: [] for key in calls}
-    for _ in range(repeats):
-        for key, call in calls.items():
-            seconds[key].append(call()[1])
-    return {key: statistics.median(values) for key, values in seconds.items()}
+    rows = {
+        (name, beam_size): (timer, beam_size)
+        for name, timer in timers.items()
+        for beam_size in BEAM_SIZES
+    }
+    return time_passes(rows, functools.partial(batches, sentences), batch_sizes, repeats)[1]
 
 
 def print_table(seconds: dict, count: int, batch_sizes: tuple[int, ...] = BATCH_SIZES) -> None:

@@ -14,7 +14,9 @@ benchmark gives every decoder a process, as a server would; idle, it sleeps.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
+import statistics
 import time
 from collections.abc import Callable
 from concurrent import futures
@@ -33,6 +35,39 @@ def time_requests(decoder, requests: list[list[str]], beam_size: int) -> tuple[l
     start = time.perf_counter()
     texts = [text for request in requests for text, _ in decoder.translate(request, beam_size)]
     return texts, time.perf_counter() - start
+
+
+def time_passes(
+    rows: dict, requests_of, batch_sizes: tuple[int, ...], repeats: int
+) -> tuple[dict, dict]:
+    """Texts (at the largest batch size) and median seconds per pass of every row.
+
+    Args:
+        rows: Per row key (a tuple), `(timer, beam_size)`; a timer is
+            `(requests, beam_size) -> (texts, seconds)`, as `time_requests` with its decoder.
+        requests_of: `batch_size -> requests`, the sentences cut into requests of that size.
+        batch_sizes: The request sizes timed.
+        repeats: Timed passes; each row runs once per pass at each batch size, after one
+            warm-up request, so machine noise hits the rows alike.
+
+    Returns:
+        `(texts, seconds)`: per row key its texts, and per `(*row key, batch size)` the median
+        seconds of one pass.
+    """
+    calls = {}
+    for key, (timer, beam_size) in rows.items():
+        for batch_size in batch_sizes:
+            requests = requests_of(batch_size)
+            timer(requests[:1], beam_size)
+            calls[*key, batch_size] = functools.partial(timer, requests, beam_size)
+    texts, seconds = {}, {key: [] for key in calls}
+    for _ in range(repeats):
+        for key, call in calls.items():
+            translated, elapsed = call()
+            seconds[key].append(elapsed)
+            if key[-1] == max(batch_sizes):
+                texts[key[:-1]] = translated
+    return texts, {key: statistics.median(values) for key, values in seconds.items()}
 
 
 def _build_process_decoder(build: Callable, arguments: tuple) -> None:

@@ -1,11 +1,14 @@
 """The run folder's layout as one value, and the flag type that checks a run can be decoded."""
 
 import argparse
+import os
+import signal
 
 import pytest
 
+from tests.holder import hold_in_child
 from tfscones.commands.argument_types import decodable_run
-from tfscones.run_folder import RunFolder
+from tfscones.run_folder import RunFolder, RunFolderBusy
 
 
 def test_a_run_folder_names_its_files_inside_it(tmp_path):
@@ -31,3 +34,24 @@ def test_a_run_is_decodable_with_its_model_and_tokenizer_only(tmp_path):
     run.tokenizer.write_text("")
     run.check_decodable()
     assert decodable_run(str(run.path)) == run.path
+
+
+def test_a_held_run_folder_refuses_a_second_process_naming_the_holder(tmp_path):
+    child = hold_in_child(tmp_path)
+    try:
+        with pytest.raises(RunFolderBusy, match=rf"in use by another process \(pid {child.pid}\)"):
+            with RunFolder(tmp_path).hold():
+                pass
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_sigkilled_holder_leaves_the_run_folder_free(tmp_path):
+    child = hold_in_child(tmp_path)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    with RunFolder(tmp_path).hold():
+        assert RunFolder(tmp_path).lock.read_text() == f"{os.getpid()}\n"
+    with RunFolder(tmp_path).hold():  # released at the end of the block
+        pass

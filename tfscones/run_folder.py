@@ -10,7 +10,8 @@ Every one of them asks a `RunFolder` for a file's path instead of spelling its n
 The folder holds:
 
     config.yaml                 the experiment's config, every default filled in
-    spm.model, spm.vocab        the joint SentencePiece vocabulary (prefix `spm`)
+    spm.model, spm.vocab        the joint SentencePiece vocabulary (prefix `spm`), or
+    symbols.json                a symbol vocabulary (characters, labels, language tags)
     model.keras                 the model of the best dev BLEU so far (or the averaged one)
     checkpoints/last.keras      the last epoch's model; checkpoints/ also keeps epochs to average
     backup/                     the step backup a killed run resumes from
@@ -19,13 +20,27 @@ The folder holds:
     results.json                steps, best dev BLEU, test BLEU and chrF, machine, minutes
     test.hyp                    the test set's greedy translations
     evaluation.json, analysis.json   what `tfscones reproduce` adds (beam BLEU, analysis tables)
+    .lock                       held by the process writing the run (`RunFolder.hold`)
+
+A run folder is one process's at a time: `tfscones train` holds it (`RunFolder.hold`) from
+before it reads the folder until it has written its results, and a second process that asks
+for it is refused at once with `RunFolderBusy`. The hold is an advisory `flock` on `.lock`,
+which the kernel releases when the holder exits, however it exits: a run killed with SIGKILL
+leaves no stale lock, and starting it again resumes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+
+class RunFolderBusy(RuntimeError):
+    """Another process holds the run folder."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,9 +66,24 @@ class RunFolder:
         return self.path / "spm"
 
     @property
-    def tokenizer(self) -> Path:
-        """The SentencePiece model file."""
+    def sentencepiece_model(self) -> Path:
+        """The SentencePiece model file of a run with a SentencePiece vocabulary."""
         return self.path / "spm.model"
+
+    @property
+    def symbol_vocabulary(self) -> Path:
+        """The vocabulary file of a run with a symbol vocabulary (`data.vocabulary: symbols`)."""
+        return self.path / "symbols.json"
+
+    @property
+    def tokenizer(self) -> Path:
+        """The run's vocabulary file: `symbols.json` where it has one, else `spm.model`.
+
+        `tfscones.data.load_tokenizer` reads either.
+        """
+        if self.symbol_vocabulary.is_file():
+            return self.symbol_vocabulary
+        return self.sentencepiece_model
 
     @property
     def model(self) -> Path:
@@ -101,9 +131,46 @@ class RunFolder:
         """The analysis tables that `tfscones reproduce` adds."""
         return self.path / "analysis.json"
 
+    @property
+    def lock(self) -> Path:
+        """The file whose `flock` says which process holds the folder."""
+        return self.path / ".lock"
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Holds the folder for this process until the block ends (it must exist).
+
+        Raises:
+            RunFolderBusy: At once, if another process holds it, naming that process's id.
+        """
+        with self.lock.open("a+", encoding="utf-8") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                holder = lock.read().strip() or "unknown"
+                raise RunFolderBusy(
+                    f"{self.path} is in use by another process (pid {holder}): a run folder is "
+                    "one process's at a time; wait for it to end, or give another output_dir"
+                ) from None
+            lock.truncate(0)
+            lock.write(f"{os.getpid()}\n")
+            lock.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def training_files(self) -> tuple[Path, ...]:
         """What a run leaves once it has started: a folder holding any of them holds a run."""
-        return (self.tokenizer, self.backup, self.checkpoints, self.model, self.history)
+        return (
+            self.sentencepiece_model,
+            self.symbol_vocabulary,
+            self.backup,
+            self.checkpoints,
+            self.model,
+            self.history,
+        )
 
     def check_decodable(self) -> None:
         """Checks that the folder holds what decoding needs, before anything loads.

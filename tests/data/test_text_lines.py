@@ -1,5 +1,8 @@
 """What a line is: newlines only, carriage returns dropped, bad UTF-8 named by file and line."""
 
+import errno
+from pathlib import Path
+
 import pytest
 
 from tfscones.data.text_lines import (
@@ -9,6 +12,7 @@ from tfscones.data.text_lines import (
     iter_byte_lines,
     read_lines,
     split_lines,
+    write_lines,
 )
 
 
@@ -43,3 +47,22 @@ def test_writing_refuses_a_line_break_inside_a_line():
     assert format_lines(["a", "b\u2028c"]) == "a\nb\u2028c\n"
     with pytest.raises(TextLineError, match="line 2 to write holds a line break"):
         format_lines(["a", "b\nc"])
+
+
+def test_a_write_that_fails_midway_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    output = tmp_path / "out.en"
+    output.write_text("the earlier translations\n", encoding="utf-8")
+    real_write_text = Path.write_text
+
+    def half_then_full_disk(path, text, **arguments):
+        real_write_text(path, text[:3], **arguments)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_then_full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_lines(output, ["new one", "new two"])
+    monkeypatch.undo()
+    assert output.read_text(encoding="utf-8") == "the earlier translations\n"
+    assert [path.name for path in tmp_path.iterdir()] == ["out.en"]  # no partial file left
+    write_lines(output, ["new one", "new two"])
+    assert output.read_text(encoding="utf-8") == "new one\nnew two\n"

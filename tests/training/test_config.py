@@ -138,3 +138,13 @@ def test_a_key_given_twice_is_an_error_naming_file_and_line(tmp_path):
     (tmp_path / "ok.yaml").write_text("name: ok\n")
     with pytest.raises(ConfigError, match="'vocabulary_size' is given twice"):
         load_config(tmp_path / "ok.yaml", ["data={vocabulary_size: 100, vocabulary_size: 200}"])
+
+
+@pytest.mark.parametrize("name", ["../elsewhere", "a/b", ".", "..", ".hidden", " padded", ""])
+def test_a_run_name_that_is_not_one_folder_name_is_refused(name):
+    with pytest.raises(ConfigError, match=r"command line: name: must be one plain folder name"):
+        load_config("demo_softmax", [f"name={name!r}"])
+
+
+def test_a_plain_run_name_names_its_folder_under_runs():
+    assert load_config("demo_softmax", ["name=my-run.2"]).run_dir == Path("runs/my-run.2")

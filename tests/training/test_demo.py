@@ -11,6 +11,7 @@ import pytest
 from tfscones.commands import demo
 from tfscones.commands import translate as translate_command
 from tfscones.decoding import Search
+from tfscones.training.config import ConfigError
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -83,3 +84,38 @@ def test_the_suggested_translate_command_parses(tmp_path):
     (tmp_path / "spm.model").touch()
     arguments = translate_command.parse_arguments(demo.translate_arguments(tmp_path))
     assert arguments.search == Search("beam", beam_size=4)
+
+
+def demo_arguments(tmp_path, *overrides):
+    argv = ["--output-dir", str(tmp_path / "runs")]
+    for override in overrides:
+        argv += ["--override", override]
+    return demo.parse_demo_arguments(argv)
+
+
+def test_the_demo_trains_in_folders_it_creates_and_deletes_none(tmp_path, capsys):
+    earlier = tmp_path / "runs" / "demo-softmax"
+    earlier.mkdir(parents=True)
+    (earlier / "model.keras").write_text("an earlier demo's model")
+    (tmp_path / "runs" / "demo-scones-a0.5-2").mkdir()  # a numbered set is used whole or not
+
+    configs = demo.demo_configs(demo_arguments(tmp_path))
+    demo.claim_run_folders(configs)
+
+    folders = [Path(config.output_dir) for config in configs.values()]
+    assert [folder.name for folder in folders] == ["demo-softmax-3", "demo-scones-a0.5-3"]
+    assert all(folder.is_dir() and not any(folder.iterdir()) for folder in folders)
+    assert (earlier / "model.keras").read_text() == "an earlier demo's model"
+    assert "hold earlier runs (the demo deletes nothing)" in capsys.readouterr().out
+    again = demo.demo_configs(demo_arguments(tmp_path))
+    demo.claim_run_folders(again)
+    assert [Path(c.output_dir).name for c in again.values()] == [
+        "demo-softmax-4",
+        "demo-scones-a0.5-4",
+    ]
+
+
+@pytest.mark.parametrize("override", ["name=my-run", "output_dir=elsewhere", "name=../elsewhere"])
+def test_an_override_of_the_runs_names_or_folders_is_refused(tmp_path, override):
+    with pytest.raises(ConfigError, match="the demo names its two runs itself; give --output-dir"):
+        demo.demo_configs(demo_arguments(tmp_path, override))

@@ -5,6 +5,7 @@ import re
 import pytest
 import yaml
 
+from tests.holder import hold_in_child
 from tfscones.commands import train
 from tfscones.data import ParallelTextError
 from tfscones.training import runner
@@ -105,6 +106,22 @@ def test_a_longer_budget_resumes_the_same_run(tiny_overrides, tmp_path):
     earlier = load_config(DEMO_CONFIG, tiny_overrides + ["training.steps=3"])
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(earlier)))
     check_run_folder(load_config(DEMO_CONFIG, tiny_overrides + ["training.steps=9"]), run_dir)
+
+
+def test_a_second_train_into_a_held_run_folder_is_refused_in_one_line(tiny_overrides, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    holder = hold_in_child(run_dir)
+    try:
+        message = program_error(["--config", DEMO_CONFIG, *tiny_overrides])
+    finally:
+        holder.kill()
+        holder.wait()
+    assert message == (
+        f"run folder error: {run_dir} is in use by another process (pid {holder.pid}): a run "
+        "folder is one process's at a time; wait for it to end, or give another output_dir"
+    )
+    assert sorted(path.name for path in run_dir.iterdir()) == [".lock"]  # nothing else written
 
 
 def test_run_files_without_a_config_are_refused(tiny_overrides, tmp_path):

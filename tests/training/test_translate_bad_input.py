@@ -114,3 +114,41 @@ def test_an_output_that_cannot_be_written_is_named_before_translating(run_dir, t
     message = finished.stderr.decode().strip()
     assert message.startswith(f"translate: error: cannot write {target}: ")
     assert "\n" not in message  # one line, and before the (unloadable) model is read
+
+
+@pytest.mark.parametrize("output_name", ["in.de", "link.de", "run/model.keras"])
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(run_dir, tmp_path, output_name):
+    source = tmp_path / "in.de"
+    source.write_text("Hallo.\n", encoding="utf-8")
+    (tmp_path / "link.de").symlink_to(source)
+    output = tmp_path / output_name
+    kept = output.read_bytes()
+    finished = translate("--run", run_dir, "--input", source, "--output", output)
+    assert finished.returncode == 1
+    message = finished.stderr.decode().strip()
+    assert message.startswith(f"translate: error: cannot write {output}: it is the input ")
+    assert "\n" not in message
+    assert output.read_bytes() == kept
+
+
+def test_runs_of_different_vocabularies_are_refused_naming_both(run_dir, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "model.keras").write_bytes(b"not a model")
+    (other / "spm.model").write_bytes(b"another vocabulary")
+    finished = translate("--run", run_dir, "--run", other, stdin=b"Hallo.\n")
+    assert finished.returncode == 2
+    message = finished.stderr.decode()
+    assert f"--run {run_dir} and --run {other} have different vocabularies" in message
+    assert b"Traceback" not in finished.stderr
+
+
+def test_runs_of_one_vocabulary_go_on_to_load_their_models(run_dir, tmp_path):
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    for name in ("model.keras", "spm.model"):
+        (twin / name).write_bytes((run_dir / name).read_bytes())
+    finished = translate("--run", run_dir, "--run", twin, stdin=b"Hallo.\n")
+    assert finished.returncode == 1
+    lines = finished.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and "spm.model is not a SentencePiece model" in lines[0]

@@ -18,15 +18,18 @@ and the greedy BLEU their step counts should give (measured with fixed step budg
 SavedModel's `translate` (greedy) and `translate_beam` (beam 4) signatures: the SavedModel that
 `export/serving/README.md` puts behind TF Serving.
 
-The demo starts its two runs afresh (it deletes `runs/demo-softmax` and `runs/demo-scones-a0.5`
-first); `tfscones translate --run runs/demo-scones-a0.5 [--search beam]` translates with a
-trained model afterwards.
+The demo starts its two runs afresh in folders it creates, and deletes nothing: the first time
+in `runs/demo-softmax` and `runs/demo-scones-a0.5`, then, while those hold an earlier demo's
+runs, in the first free numbered pair (`runs/demo-softmax-2` and `runs/demo-scones-a0.5-2`, ...);
+it says which. `tfscones translate --run runs/demo-scones-a0.5 [--search beam]` translates with
+a trained model afterwards (the demo prints the command with its folder).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import logging
 import multiprocessing
 import os
@@ -77,8 +80,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         f"{'side by side' if side_by_side else 'one after the other'}.",
         flush=True,
     )
-    for config in configs.values():
-        shutil.rmtree(config.run_dir, ignore_errors=True)
+    claim_run_folders(configs)
     if side_by_side:
         results = train_side_by_side(configs)
     else:
@@ -129,8 +131,18 @@ def demo_configs(arguments: argparse.Namespace) -> dict[str, ExperimentConfig]:
     """The demo's configs by label, with the time budget and overrides applied.
 
     Raises:
-        ConfigError: If `--minutes` or an override is out of range, or a config is refused.
+        ConfigError: If `--minutes` or an override is out of range, an override sets a run's
+            name or folder (the demo names its two runs; `--output-dir` chooses where), or a
+            config is refused.
     """
+    for override in arguments.override:
+        key = override.split("=", 1)[0].strip()
+        if key in ("name", "output_dir"):
+            raise ConfigError(
+                "the demo names its two runs itself; give --output-dir to choose where they go",
+                key,
+                "--override",
+            )
     configs = {}
     for label, config_name in MODELS.items():
         overrides = [f"training.max_minutes={arguments.minutes}", *arguments.override]
@@ -139,6 +151,43 @@ def demo_configs(arguments: argparse.Namespace) -> dict[str, ExperimentConfig]:
         check_config(config)
         configs[label] = config
     return configs
+
+
+def claim_run_folders(configs: dict[str, ExperimentConfig]) -> None:
+    """Points each config at a run folder this call creates, so the demo never deletes a file.
+
+    The configs' own folders are used if none of them exists; otherwise the first numbered set
+    (`NAME-2`, `NAME-3`, ...) none of whose folders exists. A set is claimed by creating its
+    folders, so two demos started at once never share one.
+    """
+    bases = {label: Path(config.output_dir) for label, config in configs.items()}
+    for number in itertools.count(1):
+        suffix = "" if number == 1 else f"-{number}"
+        folders = {label: base.with_name(base.name + suffix) for label, base in bases.items()}
+        if _create_all(list(folders.values())):
+            break
+    for label, folder in folders.items():
+        configs[label].output_dir = str(folder)
+    if suffix:
+        print(
+            f"{', '.join(str(base) for base in bases.values())} hold earlier runs (the demo "
+            f"deletes nothing): training in {', '.join(str(f) for f in folders.values())}.",
+            flush=True,
+        )
+
+
+def _create_all(folders: list[Path]) -> bool:
+    """Creates every folder, or none: False (leaving nothing made here) if any exists."""
+    made = []
+    for folder in folders:
+        try:
+            folder.mkdir(parents=True)
+        except FileExistsError:
+            for own in made:
+                own.rmdir()
+            return False
+        made.append(folder)
+    return True
 
 
 def train_and_score(config: ExperimentConfig, progress: TextIO | None = None) -> dict:

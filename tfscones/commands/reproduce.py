@@ -20,6 +20,7 @@ from tfscones.decoding import DEFAULT_STATE_BUDGET
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
 from tfscones.reproduction.plans import DEFAULT_DATA_DIR, PLANS
 from tfscones.reproduction.reproduce import AnalysisSettings, reproduce
+from tfscones.run_folder import RunFolderBusy
 from tfscones.training.config import ConfigError
 from tfscones.training.resume_check import RunFolderError
 
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         )
     except ConfigError as error:
         raise SystemExit(f"config error: {error}") from None
-    except RunFolderError as error:
+    except (RunFolderError, RunFolderBusy) as error:
         raise SystemExit(f"run folder error: {error}") from None
     except (ParallelTextError, TextLineError, VocabularyError, FileNotFoundError) as error:
         raise SystemExit(f"data error: {error}") from None

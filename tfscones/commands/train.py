@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tfscones.data import ParallelTextError, VocabularyError
 from tfscones.data.text_lines import TextLineError
-from tfscones.run_folder import RunFolder
+from tfscones.run_folder import RunFolder, RunFolderBusy
 from tfscones.training import runner
 from tfscones.training.callbacks import backed_up_step
 from tfscones.training.config import ConfigError, load_config, locate, shipped_configs
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     except ConfigError as error:
         located = locate(error, arguments.config, arguments.overrides)
         raise SystemExit(f"config error: {located}") from None
-    except RunFolderError as error:
+    except (RunFolderError, RunFolderBusy) as error:
         raise SystemExit(f"run folder error: {error}") from None
     except (ParallelTextError, TextLineError, VocabularyError, FileNotFoundError) as error:
         raise SystemExit(f"data error: {error}") from None

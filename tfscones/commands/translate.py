@@ -7,6 +7,7 @@
     tfscones translate --run RUN --search sample --top-p 0.9 --nbest 5 --seed 7 < in.de
     tfscones translate --run runs/moe --search experts --nbest 1 < in.de
     tfscones translate --model model.keras --spm spm.model --input in.de --output out.en
+    tfscones translate --run runs/a --run runs/b --search beam < in.de      # an ensemble
 
 `--search` names a decoder of `tfscones.decoding.registry` (greedy by default), and every
 setting of every decoder is a flag (`--help` lists them); a flag the chosen decoder does not
@@ -20,6 +21,11 @@ head's log-scores (divided by the length penalty, if any). An empty input line g
 output line. A line longer than the model reads is translated from its first pieces, and said so
 on stderr (each such line, then their count); `--long-lines error` stops instead, before
 anything is translated.
+
+Several `--run` (or `--model`, with one `--spm`) translate with the ensemble of their models
+(`tfscones.decoding.Ensemble`), with any search: each token is scored by the log of the mean of
+the models' head probabilities. The runs must share one vocabulary (the same file content), and
+the models one head and one vocabulary size; anything else is refused before decoding.
 """
 
 from __future__ import annotations
@@ -33,20 +39,41 @@ from pathlib import Path
 import tensorflow as tf
 
 from tfscones.commands.argument_types import non_negative_int, positive_int
-from tfscones.data import Tokenizer
+from tfscones.data.symbol_vocab import split_source, tagged_source
 from tfscones.data.text_lines import TextLineError, check_writable, read_lines, write_lines
-from tfscones.decoding import Search, registry, translate, translate_nbest
-from tfscones.decoding.translate import cut_sources
+from tfscones.data.tokenizer import load_tokenizer
+from tfscones.decoding import Ensemble, Search, registry, translate, translate_nbest
+from tfscones.decoding.translate import cut_sources, unknown_sources
 from tfscones.models import load_model
+from tfscones.models.stepping import Decodable
 from tfscones.run_folder import RunFolder
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """Command-line arguments."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, help="run folder holding model.keras and spm.model")
-    parser.add_argument("--model", type=Path, help="a .keras model (default: RUN/model.keras)")
-    parser.add_argument("--spm", type=Path, help="SentencePiece model (default: RUN/spm.model)")
+    parser.add_argument(
+        "--run",
+        type=Path,
+        action="append",
+        help="run folder holding model.keras and spm.model; repeat it for an ensemble",
+    )
+    parser.add_argument(
+        "--model",
+        type=Path,
+        action="append",
+        help="a .keras model (default: RUN/model.keras of each --run); repeat it for an ensemble",
+    )
+    parser.add_argument(
+        "--spm",
+        type=Path,
+        help="the vocabulary: a SentencePiece model or a symbols.json (default: the run's)",
+    )
+    parser.add_argument(
+        "--language",
+        help="the language of every input word, for a multilingual symbol vocabulary (G2P); "
+        "without it each line is LANGUAGE<TAB>word",
+    )
     parser.add_argument("--input", type=Path, help="source sentences (default: stdin)")
     parser.add_argument("--output", type=Path, help="translations (default: stdout)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
@@ -65,12 +92,36 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
         parser.error(str(error))
     if arguments.run is None and (arguments.model is None or arguments.spm is None):
         parser.error("give --run, or both --model and --spm")
-    arguments.model = arguments.model or RunFolder(arguments.run).model
-    arguments.spm = arguments.spm or RunFolder(arguments.run).tokenizer
-    for path in (arguments.model, arguments.spm):
+    runs = [RunFolder(run) for run in arguments.run or []]
+    arguments.model = arguments.model or [run.model for run in runs]
+    arguments.spm = arguments.spm or runs[0].tokenizer
+    vocabularies = [run.tokenizer for run in runs] if len(runs) > 1 else []
+    for path in (*arguments.model, arguments.spm, *vocabularies):
         if not path.is_file():
             parser.error(f"{path} does not exist")
+    try:
+        check_one_vocabulary(runs)
+    except ValueError as error:
+        parser.error(str(error))
     return arguments
+
+
+def check_one_vocabulary(runs: list[RunFolder]) -> None:
+    """Refuses runs whose vocabulary files differ: an ensemble's models share one vocabulary.
+
+    Raises:
+        ValueError: Naming the first run whose vocabulary differs from the first run's.
+    """
+    if len(runs) < 2:
+        return
+    first = runs[0].tokenizer.read_bytes()
+    for run in runs[1:]:
+        if run.tokenizer.read_bytes() != first:
+            raise ValueError(
+                f"--run {runs[0].path} and --run {run.path} have different vocabularies "
+                f"({runs[0].tokenizer} and {run.tokenizer} differ): an ensemble's models must "
+                "share one vocabulary"
+            )
 
 
 def add_search_flags(parser: argparse.ArgumentParser) -> None:
@@ -152,13 +203,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     """Entry point of `tfscones translate` and `python -m training.translate`."""
     arguments = parse_arguments(argv, prog)
     try:
-        check_writable(arguments.output)
-        sources = read_lines(arguments.input)
-        tokenizer = Tokenizer.from_file(arguments.spm)
-        model = load_model(arguments.model)
+        inputs = [arguments.input, *arguments.model, arguments.spm]
+        check_writable(arguments.output, inputs=inputs)
+        lines = read_lines(arguments.input)
+        tokenizer = load_tokenizer(arguments.spm)
+        sources = tagged_lines(lines, tokenizer, arguments.language)
+        model = load_models(arguments.model)
+        check_vocabulary_size(tokenizer, model, arguments.spm)
         arguments.search.hypotheses(model)
     except (OSError, TextLineError, ValueError, tf.errors.OpError) as error:
         raise SystemExit(f"translate: error: {error}") from None
+    report_unknown_symbols(unknown_sources(tokenizer, sources), len(sources))
     cut = cut_sources(tokenizer, sources, model.max_sequence_length)
     report_long_lines(cut, len(sources), model.max_sequence_length - 1, arguments.long_lines)
     search = {"search": arguments.search, "long_sources": "translate"}
@@ -181,6 +236,67 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
             f"and were translated from their first {model.max_sequence_length - 1} pieces.",
             file=sys.stderr,
         )
+
+
+def tagged_lines(lines: list[str], tokenizer, language: str | None) -> list[str]:
+    """The sources of `lines`: each word tagged with `language`, for a multilingual vocabulary.
+
+    Raises:
+        ValueError: If `--language` is given for a vocabulary without languages or names one
+            it has no tag for, or if a line names no language when the vocabulary needs one.
+    """
+    languages = tokenizer.languages
+    if language is not None:
+        if language not in languages:
+            known = ", ".join(languages) or "none: it is not a multilingual symbol vocabulary"
+            raise ValueError(f"--language {language}: the vocabulary's languages are {known}")
+        return [tagged_source(line, language) for line in lines]
+    for number, line in enumerate(lines, 1):
+        if languages and line and split_source(line)[0] is None:
+            raise ValueError(
+                f"line {number} names no language ({line!r}); give --language L, or lines "
+                f"LANGUAGE<TAB>word, LANGUAGE one of {', '.join(languages)}"
+            )
+    return lines
+
+
+def check_vocabulary_size(tokenizer, model: Decodable, vocabulary: Path) -> None:
+    """Refuses a vocabulary of another size than the model's (another run's files).
+
+    Raises:
+        ValueError: Naming both sizes and the vocabulary file.
+    """
+    if tokenizer.vocab_size != model.vocabulary_size:
+        raise ValueError(
+            f"{vocabulary} has {tokenizer.vocab_size:,} entries but the model's vocabulary has "
+            f"{model.vocabulary_size:,}: they are of different runs"
+        )
+
+
+def report_unknown_symbols(unknown: dict[int, int], lines: int) -> None:
+    """One stderr line per line holding symbols outside the vocabulary, then their count."""
+    for index, count in unknown.items():
+        print(
+            f"translate: line {index + 1}: {count} symbol(s) outside the vocabulary, read as "
+            "the unknown symbol <unk>",
+            file=sys.stderr,
+        )
+    if unknown:
+        print(
+            f"translate: {len(unknown)} of {lines} lines hold {sum(unknown.values())} symbol(s) "
+            "outside the vocabulary.",
+            file=sys.stderr,
+        )
+
+
+def load_models(paths: list[Path]) -> Decodable:
+    """The model of one path, or the `Ensemble` of several.
+
+    Raises:
+        ValueError: If the models differ in head or vocabulary size (naming both).
+    """
+    models = [load_model(path) for path in paths]
+    return models[0] if len(models) == 1 else Ensemble(models)
 
 
 def report_long_lines(cut: dict[int, int], lines: int, kept: int, policy: str) -> None:

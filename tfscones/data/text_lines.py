@@ -92,27 +92,45 @@ def format_lines(lines: Iterable[str]) -> str:
 
 
 def write_lines(path: str | Path | None, lines: Iterable[str]) -> None:
-    """Writes `lines` as UTF-8, one a line, to a file or to standard output for None or "-"."""
+    """Writes `lines` as UTF-8, one a line, to a file or to standard output for None or "-".
+
+    A file is written aside (`.NAME.partial-PID` in its folder) and renamed into place, so a
+    crash or a full disk leaves the file as it was, never half-written.
+    """
     text = format_lines(lines)
     if path is None or str(path) == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
-        Path(path).write_text(text, encoding="utf-8")
+        return
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
-def check_writable(path: str | Path | None) -> None:
+def check_writable(path: str | Path | None, inputs: Iterable[str | Path | None] = ()) -> None:
     """Refuses an output file that cannot be written, before any work is done for it.
 
     Args:
         path: The file; None or "-" (standard output) always passes.
+        inputs: The files the same command reads: writing over one of them would lose it.
 
     Raises:
-        OSError: Naming the path and why: a folder, a missing folder, or no permission.
+        OSError: Naming the path and why: a folder, a missing folder, no permission, or one of
+            `inputs` (the same file, by any name or link).
     """
     if path is None or str(path) == "-":
         return
     path = Path(path)
+    for source in inputs:
+        if source is not None and str(source) != "-" and _same_file(path, Path(source)):
+            raise FileExistsError(
+                f"cannot write {path}: it is the input {source}, which would be lost; "
+                "give another --output"
+            )
     if path.is_dir():
         raise IsADirectoryError(f"cannot write {path}: it is a folder, not a file")
     if not path.parent.is_dir():
@@ -120,3 +138,11 @@ def check_writable(path: str | Path | None) -> None:
     target = path if path.exists() else path.parent
     if not os.access(target, os.W_OK):
         raise PermissionError(f"cannot write {path}: permission denied")
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one existing file."""
+    try:
+        return first.samefile(second)
+    except OSError:
+        return False

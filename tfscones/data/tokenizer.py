@@ -1,7 +1,14 @@
-"""In-graph SentencePiece tokenisation with tensorflow-text, savable inside a SavedModel."""
+"""In-graph SentencePiece tokenisation with tensorflow-text, savable inside a SavedModel.
+
+Every tokenizer of the project (this one; `tfscones.data.symbol_vocab.SymbolTokenizer` for
+grapheme-to-phoneme) is a `tf.Module` with `vocab_size`, `tokenize(strings, add_eos)` for
+sources, `tokenize_target(strings, add_eos)` for targets and `detokenize(ids)` for outputs;
+`load_tokenizer` reads either from its file.
+"""
 
 import hashlib
 import os
+from pathlib import Path
 
 import sentencepiece as spm
 import tensorflow as tf
@@ -9,6 +16,7 @@ import tensorflow_text as tf_text
 from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
 
 from tfscones.data.preprocessing import append_eos, padding_mask
+from tfscones.data.symbol_vocab import SymbolTokenizer
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 
@@ -34,6 +42,9 @@ class Tokenizer(tf.Module):
     Raises:
         ValueError: If the model's special-token ids differ from `tfscones.data.vocab_ids`.
     """
+
+    languages: tuple[str, ...] = ()
+    """The languages a source may name (a symbol vocabulary's tags); none for SentencePiece."""
 
     def __init__(self, model_proto: bytes, name: str = "tokenizer"):
         super().__init__(name=name)
@@ -99,6 +110,12 @@ class Tokenizer(tf.Module):
         ids = self.sentencepiece.tokenize(strings)
         return append_eos(ids) if add_eos else ids
 
+    def tokenize_target(
+        self, strings: tf.Tensor, add_eos: bool = False
+    ) -> tf.Tensor | tf.RaggedTensor:
+        """Target ids: a joint SentencePiece vocabulary splits targets as it splits sources."""
+        return self.tokenize(strings, add_eos)
+
     def detokenize(self, ids: tf.Tensor | tf.RaggedTensor) -> tf.Tensor:
         """Turns ids back into strings, as decoders and evaluation need.
 
@@ -132,3 +149,15 @@ class _SharedSentencepieceModel(tf.saved_model.experimental.TrackableResource):
         return gen_sentencepiece_tokenizer.sentencepiece_op(
             model=self._model_proto, shared_name=self._shared_name
         )
+
+
+def load_tokenizer(path: str | os.PathLike):
+    """The tokenizer of a vocabulary file: a symbol vocabulary (`.json`) or SentencePiece.
+
+    Raises:
+        FileNotFoundError or tf.errors.NotFoundError: If `path` does not exist.
+        ValueError: If the file is not a vocabulary of its kind (naming the file).
+    """
+    if Path(path).suffix == ".json":
+        return SymbolTokenizer.from_file(path)
+    return Tokenizer.from_file(path)

@@ -83,7 +83,10 @@ def translation_dataset(
         )
     pairs = shuffled_epochs(pairs, shuffle_buffer_size, seed, repeat)
     pieces = pairs.map(
-        lambda source, target: (tokenizer.tokenize(source), target_tokenizer.tokenize(target)),
+        lambda source, target: (
+            tokenizer.tokenize(source),
+            target_tokenizer.tokenize_target(target),
+        ),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )

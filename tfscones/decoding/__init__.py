@@ -8,7 +8,8 @@ decoders search with the stepper's `decode_step` (eagerly, in `tf.function` or u
 score with `model.head.log_scores`; each registers itself by name (`registry`), and `Search`
 names a registered strategy, its settings and its `OutputLimits`; `translate` and
 `translate_nbest` go from strings to strings; `decode_experts` decodes every expert of a
-`LatentExpertTransformer` at once.
+`LatentExpertTransformer` at once; an `Ensemble` of models decodes as one model, each token
+scored by the log of the models' mean probability.
 """
 
 from tfscones.decoding.beam import (
@@ -30,6 +31,7 @@ from tfscones.decoding.common import (
     output_length_limits,
 )
 from tfscones.decoding.compiled import per_model_function
+from tfscones.decoding.ensemble import Ensemble, EnsembleStepper
 from tfscones.decoding.exact import (
     DEFAULT_STATE_BUDGET,
     ExactSearchResult,
@@ -58,6 +60,8 @@ __all__ = [
     "Decoder",
     "DiverseBeamSettings",
     "EncodedSource",
+    "Ensemble",
+    "EnsembleStepper",
     "ExactSearchResult",
     "ExpertSettings",
     "ExpertStates",

@@ -112,7 +112,7 @@ def score_texts(
         return np.zeros(0, np.float32)
     length = model.max_sequence_length
     source_ids = source_ids_for_model(tokenizer, tf.constant(list(sources)), length)
-    pieces = tokenizer.tokenize(tf.constant(list(targets)))
+    pieces = tokenizer.tokenize_target(tf.constant(list(targets)))
     scored = in_length_sorted_batches(
         _compiled_scores(model), source_ids, append_eos(pieces, length), batch_size
     )["scores"].numpy()

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfscones.data.preprocessing import append_eos
+from tfscones.data.symbol_vocab import count_unknown
 from tfscones.data.vocab_ids import PAD_ID
 from tfscones.decoding.compiled import per_model_function
 from tfscones.decoding.search import NBest, Search
@@ -87,6 +88,17 @@ def cut_sources(
     `source_ids_for_model` keeps its first pieces only.
     """
     return _cut_rows(tokenizer.tokenize(_as_strings(sentences)), max_source_length)
+
+
+def unknown_sources(tokenizer: Any, sentences: Sequence[str] | tf.Tensor) -> dict[int, int]:
+    """The sources holding symbols or pieces outside the vocabulary, by index, with their count.
+
+    Each such symbol (a character a symbol vocabulary has never seen, a language it has no tag
+    for, a character SentencePiece cannot piece) is read as the unknown symbol (id 2), never
+    dropped; this says where that happens, so that a program can report it.
+    """
+    counts = count_unknown(tokenizer.tokenize(_as_strings(sentences))).numpy()
+    return {int(i): int(counts[i]) for i in np.flatnonzero(counts)}
 
 
 def _cut_rows(pieces: tf.RaggedTensor, max_source_length: int) -> dict[int, int]:

@@ -1,6 +1,8 @@
 """Evaluation: how good a model's translations are, and why; every number a standard one.
 
 - `metrics`: BLEU and chrF by sacrebleu, with their signatures.
+- `phone_errors`: WER and PER per language and macro-averaged, as the SIGMORPHON 2020
+  grapheme-to-phoneme task scores them.
 - `diversity`: quality and diversity of K translations a source (Shen et al. 2019, §4).
 - `calibration`: force decoding, expected calibration error and support size (Peters & Martins
   2021, Tables 5-6).
@@ -54,6 +56,12 @@ from tfscones.evaluation.model_errors import (
     score_summary,
     search_error_rate,
 )
+from tfscones.evaluation.phone_errors import (
+    ErrorRates,
+    error_rates,
+    error_rates_by_language,
+    macro_average,
+)
 
 __all__ = [
     "BLEU_TOKENIZER",
@@ -63,6 +71,7 @@ __all__ = [
     "BeamPoint",
     "CalibrationBins",
     "DiversityReport",
+    "ErrorRates",
     "ExactSearchStatistics",
     "ForcedDecoding",
     "ForcedStatistics",
@@ -79,11 +88,14 @@ __all__ = [
     "diversity_report",
     "empty_string_rate",
     "empty_translation_scores",
+    "error_rates",
+    "error_rates_by_language",
     "expected_calibration_error",
     "force_decode",
     "human_oracle_bleu",
     "human_pairwise_bleu",
     "length_ratio",
+    "macro_average",
     "pairwise_bleu",
     "references_covered",
     "score_summary",

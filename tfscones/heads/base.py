@@ -15,6 +15,19 @@ def as_float32(logits) -> tf.Tensor:
     return tf.cast(logits, tf.float32) if logits.dtype != tf.float32 else logits
 
 
+def log_mean_exp(log_values: tf.Tensor) -> tf.Tensor:
+    """log(mean_i exp(x_i)) over the first axis, stably: logsumexp_i x_i - log N.
+
+    Args:
+        log_values: float32 `[N, ...]`, logs of the values to average.
+
+    Returns:
+        float32 `[...]`; -inf where every value is 0.
+    """
+    count = tf.cast(tf.shape(log_values)[0], log_values.dtype)
+    return tf.reduce_logsumexp(log_values, axis=0) - tf.math.log(count)
+
+
 class OutputHead:
     """Base class of output heads: the one object that models, losses and decoders share.
 
@@ -35,12 +48,18 @@ class OutputHead:
        never draw them. Finite logits never give a NaN or +inf score.
     4. Both compute in float32 whatever the logits' dtype.
 
+    `ensemble_logits` combines the logits of N models of one head into logits that keep this
+    contract and whose probabilities are the mean of the N models' probabilities, so that an
+    ensemble scores a token by the log of its mean probability, as fairseq's `EnsembleModel`
+    does (Ott et al. 2019), and decoders step an ensemble as they step one model
+    (`tfscones.decoding.Ensemble`).
+
     A head is built from a name or a config by `tfscones.heads.get`; `get_config` returns every
     constructor argument, and two heads are equal when their type and config are.
 
-    Subclasses define `probabilities`, `log_scores`, `build_loss`, and, where they apply,
-    `loss_arguments`, `metrics`, `output_bias_initializer`, `logit_thresholds` and
-    `get_config`.
+    Subclasses define `probabilities`, `log_scores`, `ensemble_logits`, `build_loss`, and,
+    where they apply, `loss_arguments`, `metrics`, `output_bias_initializer`,
+    `logit_thresholds` and `get_config`.
     """
 
     name: str = "head"
@@ -66,6 +85,22 @@ class OutputHead:
 
         Returns:
             float32 tensor `[..., V]` of values ≤ 0; -inf marks tokens with zero probability.
+        """
+        raise NotImplementedError
+
+    def ensemble_logits(self, stacked_logits: tf.Tensor) -> tf.Tensor:
+        """Logits of the mean of N models' probabilities: one model's logits for an ensemble.
+
+        `probabilities` of the result are the mean over the first axis of `probabilities` of
+        `stacked_logits` (up to float32 rounding), so its `log_scores` are the log of the mean
+        probability, and its argmax is that of the mean probability. Zero mean probability
+        stays exactly zero (-inf scores), and finite logits give finite results.
+
+        Args:
+            stacked_logits: Logits `[N, ..., V]` of N models, any float dtype.
+
+        Returns:
+            float32 logits `[..., V]`.
         """
         raise NotImplementedError
 

@@ -55,6 +55,10 @@ class EntmaxHead(OutputHead):
     def log_scores(self, logits):
         return tf.math.log(self.probabilities(logits))
 
+    def ensemble_logits(self, stacked_logits):
+        mean = tf.reduce_mean(self.probabilities(stacked_logits), axis=0)
+        return entmax_logits_of(mean, self.alpha)
+
     def build_loss(self, **kwargs):
         if self.alpha == 2.0:
             return SparsemaxLoss(**kwargs)
@@ -65,6 +69,27 @@ class EntmaxHead(OutputHead):
 
     def get_config(self):
         return {"alpha": self.alpha, "n_iter": self.n_iter}
+
+
+def entmax_logits_of(probabilities: tf.Tensor, alpha: float) -> tf.Tensor:
+    """Logits whose α-entmax is `probabilities`, a distribution on the simplex per row.
+
+    α-entmax(z)_j = [(α-1) z_j - τ]_+^(1/(α-1)) with τ the one threshold that makes the
+    probabilities sum to 1 (Peters & Martins 2021, eq. 4; Peters et al. 2019). For
+    z_j = p_j^(α-1)/(α-1) where p_j > 0, τ = 0 gives back p, and since p sums to 1, τ is 0.
+    A token with p_j = 0 gets z_j = -1/(α-1): (α-1) z_j = -1 lies below any threshold, which is
+    above (α-1) max z - 1 > -1, so it stays exactly zero even if τ is found a little off 0.
+    The logits rise with p, so their argmax is the argmax of p.
+
+    Args:
+        probabilities: float32 `[..., V]`, non-negative, each row summing to 1.
+        alpha: Entmax α > 1.
+
+    Returns:
+        float32 `[..., V]`.
+    """
+    powers = tf.pow(probabilities, alpha - 1.0)
+    return tf.where(probabilities > 0.0, powers, -1.0) / (alpha - 1.0)
 
 
 def _smoothed_target_entropy(vocab_size: tf.Tensor, alpha: float, epsilon: float) -> tf.Tensor:

@@ -13,7 +13,7 @@ import keras
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import PAD_ID
-from tfscones.heads.base import OutputHead, as_float32
+from tfscones.heads.base import OutputHead, as_float32, log_mean_exp
 from tfscones.heads.loss_base import (
     TokenLoss,
     TokenMean,
@@ -54,6 +54,9 @@ class SigmoidHead(OutputHead):
     def log_scores(self, logits):
         return -tf.nn.softplus(-as_float32(logits))
 
+    def ensemble_logits(self, stacked_logits):
+        return mean_sigmoid_logits(stacked_logits)
+
     def logit_thresholds(self, score_thresholds):
         return sigmoid_logit_thresholds(score_thresholds)
 
@@ -65,6 +68,23 @@ class SigmoidHead(OutputHead):
 
     def output_bias_initializer(self, vocab_size):
         return keras.initializers.Constant(-math.log(vocab_size))
+
+
+def mean_sigmoid_logits(stacked_logits: tf.Tensor) -> tf.Tensor:
+    """logit(m) of the mean m = mean_i σ(z_i) of N models' sigmoid probabilities.
+
+    logit(m) = log m - log(1 - m), with log m = logsumexp_i log σ(z_i) - log N and
+    log(1 - m) = logsumexp_i log σ(-z_i) - log N, where log σ(z) = -softplus(-z): exact for
+    logits of any size (m = 1 - 1e-30 keeps its logit), never the log of a rounded 1 - m.
+
+    Args:
+        stacked_logits: Logits `[N, ..., V]`, any float dtype.
+
+    Returns:
+        float32 `[..., V]`.
+    """
+    logits = as_float32(stacked_logits)
+    return log_mean_exp(-tf.nn.softplus(-logits)) - log_mean_exp(-tf.nn.softplus(logits))
 
 
 def sigmoid_logit_thresholds(score_thresholds: tf.Tensor) -> tf.Tensor:

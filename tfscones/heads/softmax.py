@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import PAD_ID
-from tfscones.heads.base import OutputHead, as_float32
+from tfscones.heads.base import OutputHead, as_float32, log_mean_exp
 from tfscones.heads.loss_base import TokenLoss, all_finite, gold_logits, weighted
 
 
@@ -30,6 +30,13 @@ class SoftmaxHead(OutputHead):
 
     def log_scores(self, logits):
         return tf.nn.log_softmax(as_float32(logits), axis=-1)
+
+    def ensemble_logits(self, stacked_logits):
+        """The log of the mean softmax: logsumexp_i log_softmax(z_i) - log N.
+
+        The result is normalised already, so its `log_scores` are itself.
+        """
+        return log_mean_exp(tf.nn.log_softmax(as_float32(stacked_logits), axis=-1))
 
     def build_loss(self, **kwargs):
         return SequenceCrossEntropy(**kwargs)

@@ -32,6 +32,7 @@ from tfscones.heads.scones import (
     SconesLoss,
     SconesNegativeTerm,
     SconesPositiveTerm,
+    mean_sigmoid_logits,
     sigmoid_logit_thresholds,
 )
 
@@ -63,6 +64,10 @@ class TanhHead(OutputHead):
 
     def log_scores(self, logits):
         return -tf.nn.softplus(-2.0 * as_float32(logits))
+
+    def ensemble_logits(self, stacked_logits):
+        """logit(m)/2 of the mean m of the models' σ(2z) (`mean_sigmoid_logits`)."""
+        return mean_sigmoid_logits(2.0 * as_float32(stacked_logits)) / 2.0
 
     def logit_thresholds(self, score_thresholds):
         return sigmoid_logit_thresholds(score_thresholds) / 2.0

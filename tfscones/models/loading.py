@@ -10,7 +10,8 @@ import keras
 # Imported for their `register_keras_serializable` decorators: a saved model refers to its head
 # by its registered name.
 import tfscones.heads  # noqa: F401
-from tfscones.data.tokenizer import Tokenizer
+from tfscones.data.symbol_vocab import SymbolTokenizer
+from tfscones.data.tokenizer import Tokenizer, load_tokenizer
 from tfscones.models.seq2seq_transformer import Seq2SeqTransformer
 from tfscones.run_folder import RunFolder
 
@@ -41,13 +42,16 @@ def load_model(path: str | os.PathLike) -> Seq2SeqTransformer:
         raise ValueError(f"{path} is not a readable .keras model file ({error})") from None
 
 
-def load_run(run_dir: str | os.PathLike) -> tuple[Seq2SeqTransformer, Tokenizer]:
+def load_run(
+    run_dir: str | os.PathLike,
+) -> tuple[Seq2SeqTransformer, Tokenizer | SymbolTokenizer]:
     """The best model of a training run folder and its tokenizer.
 
     Raises:
         FileNotFoundError: If the folder or one of its files is missing.
-        ValueError: If `model.keras` or `spm.model` cannot be read as such.
+        ValueError: If `model.keras` or the vocabulary (`spm.model` or `symbols.json`) cannot
+            be read as such.
     """
     run = RunFolder(run_dir)
     run.check_decodable()
-    return load_model(run.model), Tokenizer.from_file(run.tokenizer)
+    return load_model(run.model), load_tokenizer(run.tokenizer)

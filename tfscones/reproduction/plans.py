@@ -31,6 +31,7 @@ import json
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from tfscones.evaluation.selection import selection_metric
 from tfscones.run_folder import RunFolder
 
 MULTI30K_FILES = {
@@ -83,6 +84,21 @@ MOE_STEPS = 6000
 MOE_DROPOUTS = (0.0, 0.1)
 MOE_CONFIGS = {"softmax": "demo_softmax", f"hard-MoE K={MOE_EXPERTS}": f"demo_moe_k{MOE_EXPERTS}"}
 DEMO_STEPS = (1000, 2000, 3000)
+G2P_FOLDER = "sigmorphon2020-g2p"
+# Each loss of Peters & Martins 2021, Table 1, is trained with ε = 0 and with the grid below,
+# ε then chosen on dev (the paper chose 0.15 for cross-entropy and 0.04 for both entmax losses:
+# the grid holds both).
+G2P_LOSSES = {
+    "cross-entropy": "g2p_softmax",
+    "entmax-1.5": "g2p_entmax15",
+    "sparsemax": "g2p_sparsemax",
+}
+G2P_SMOOTHING = (0.0, 0.04, 0.15)
+# SCONES on G2P, beyond the paper: α chosen on dev, without label smoothing.
+G2P_SCONES = "SCONES"
+G2P_SCONES_ALPHAS = (0.2, 0.5, 1.0)
+# The seeds of each loss's recipe chosen on dev: their mean and spread, and their ensemble.
+G2P_SEEDS = (1, 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,17 +123,20 @@ class PlannedRun:
     steps: int | None = None
     corpus: str = "multi30k"
     analysed: bool = True
+    variant: str = ""
 
     @property
     def name(self) -> str:
-        """The run's folder name: the config's name, its own step budget, its seed.
+        """The run's folder name: the config's name, its variant, its step budget, its seed.
 
         `multi30k-softmax-seed1`; `demo-softmax-3000steps-seed1` for a run of the demo config
-        (wall-clock bounded) trained 3,000 steps.
+        (wall-clock bounded) trained 3,000 steps; `g2p-entmax15-ls0.04-seed1` for the variant
+        `ls0.04` (label smoothing 0.04, set by the run's overrides) of `g2p_entmax15`.
         """
         stem = self.config.replace("_", "-")
+        variant = f"-{self.variant}" if self.variant else ""
         budget = "" if self.steps is None else f"-{self.steps}steps"
-        return f"{stem}{budget}-seed{self.seed}"
+        return f"{stem}{variant}{budget}-seed{self.seed}"
 
     def config_overrides(self, data_dir: str, out_dir: Path) -> list[str]:
         """The overrides that make the shipped config this run, in `out_dir/<name>`.
@@ -137,7 +156,23 @@ class PlannedRun:
             for split, (source, target) in MULTI30K_FILES.items():
                 overrides.append(f"data.{split}_source={data_dir.rstrip('/')}/{source}")
                 overrides.append(f"data.{split}_target={data_dir.rstrip('/')}/{target}")
+        if self.corpus == "g2p":
+            folder = g2p_folder(data_dir)
+            for split in ("train", "dev", "test"):
+                overrides.append(f"data.{split}_tsv={folder}/{{language}}_{split}.tsv")
         return overrides
+
+
+def g2p_folder(data_dir: str) -> str:
+    """The SIGMORPHON 2020 G2P files' folder: `data_dir` itself, or its `sigmorphon2020-g2p/`.
+
+    `--data ../shared/data` and `--data ../shared/data/sigmorphon2020-g2p` name the same files
+    and give the same configs (joined as text, so a resumed run compares equal).
+    """
+    data_dir = data_dir.rstrip("/")
+    if data_dir.endswith(G2P_FOLDER):
+        return data_dir
+    return f"{data_dir}/{G2P_FOLDER}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,16 +253,36 @@ class DevChoice:
     final: bool
 
 
+def dev_score(results: dict) -> tuple[str, float]:
+    """The metric that chose a run's model and its best dev score (`best_dev_bleu`, ...).
+
+    Raises:
+        ValueError: If `results` holds no `best_dev_*` figure.
+    """
+    for key, value in results.items():
+        if key.startswith("best_dev_"):
+            return key.removeprefix("best_dev_"), value
+    raise ValueError("results.json holds no best_dev_* figure")
+
+
 def dev_choice(out_dir: Path, runs: Collection[PlannedRun]) -> DevChoice | None:
-    """The run with the best dev BLEU among the finished ones; None if none has finished."""
-    dev_bleu = {}
+    """The run with the best dev score among the finished ones; None if none has finished.
+
+    Higher is better for BLEU, lower for PER (`tfscones.evaluation.selection`); ties go to the
+    earlier run.
+    """
+    best, finished = None, 0
     for run in runs:
         results = finished_results(out_dir, run)
-        if results is not None:
-            dev_bleu[run] = results["best_dev_bleu"]
-    if not dev_bleu:
+        if results is None:
+            continue
+        finished += 1
+        name, score = dev_score(results)
+        if best is None or selection_metric(name).is_better(score, best[1]):
+            best = (run, score)
+    if best is None:
         return None
-    return DevChoice(max(dev_bleu, key=dev_bleu.get), final=len(dev_bleu) == len(runs))
+    return DevChoice(best[0], final=finished == len(runs))
 
 
 def chosen_on_dev(out_dir: Path, runs: Collection[PlannedRun]) -> PlannedRun | None:
@@ -266,6 +321,53 @@ def second_seeds_of_best_recipes(out_dir: Path) -> tuple[PlannedRun, ...]:
     best = (judged_on_dev(out_dir, recipe_runs(head)) for head in SPARSE_CONFIGS)
     return tuple(
         dataclasses.replace(run, seed=2, analysed=False) for run in best if run is not None
+    )
+
+
+def g2p_run(loss: str, setting: float, seed: int = 1) -> PlannedRun:
+    """A G2P run of a loss of `G2P_LOSSES` at label smoothing ε, or SCONES at α.
+
+    Args:
+        loss: A key of `G2P_LOSSES`, or `G2P_SCONES`.
+        setting: ε for the losses of the paper; α for SCONES.
+        seed: `training.seed`.
+    """
+    if loss == G2P_SCONES:
+        overrides, variant, label = (f"loss.alpha={setting:g}",), f"a{setting:g}", f"α={setting:g}"
+        config = "g2p_scones"
+    else:
+        overrides = (f"loss.label_smoothing={setting:g}",)
+        variant, label, config = f"ls{setting:g}", f"ε={setting:g}", G2P_LOSSES[loss]
+    return PlannedRun(
+        config,
+        seed,
+        f"{loss} {label}",
+        overrides=overrides,
+        corpus="g2p",
+        analysed=False,
+        variant=variant,
+    )
+
+
+def g2p_recipe_runs(loss: str) -> dict[PlannedRun, float]:
+    """The seed-1 runs a G2P loss's setting (ε, or SCONES's α) is chosen between, with it."""
+    settings = G2P_SCONES_ALPHAS if loss == G2P_SCONES else G2P_SMOOTHING
+    return {g2p_run(loss, setting): setting for setting in settings}
+
+
+def g2p_losses() -> tuple[str, ...]:
+    """The losses of the G2P plan: the paper's three, then SCONES."""
+    return (*G2P_LOSSES, G2P_SCONES)
+
+
+def g2p_seeds_of_best_recipes(out_dir: Path) -> tuple[PlannedRun, ...]:
+    """The further seeds of each G2P loss's recipe best on dev so far (`judged_on_dev`)."""
+    best = (judged_on_dev(out_dir, g2p_recipe_runs(loss)) for loss in g2p_losses())
+    return tuple(
+        dataclasses.replace(run, seed=seed)
+        for run in best
+        if run is not None
+        for seed in G2P_SEEDS[1:]
     )
 
 
@@ -328,4 +430,10 @@ DEMO = Plan(
         for config, label in (("demo_softmax", "softmax"), ("demo_scones_a0.5", "SCONES α=0.5"))
     ),
 )
-PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE, DEMO)}
+G2P = Plan(
+    name="g2p",
+    title="Peters & Martins (2021), Table 1: multilingual grapheme-to-phoneme, SIGMORPHON 2020",
+    fixed_runs=tuple(run for loss in g2p_losses() for run in g2p_recipe_runs(loss)),
+    later_runs=g2p_seeds_of_best_recipes,
+)
+PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE, DEMO, G2P)}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tfscones.evaluation import analysis_report
 from tfscones.evaluation.analysis_report import number, percent
+from tfscones.reproduction.g2p_report import g2p_section
 from tfscones.reproduction.plans import (
     DEMO,
     DEMO_STEPS,
@@ -37,6 +38,7 @@ from tfscones.reproduction.plans import (
     Plan,
     PlannedRun,
     dev_choice,
+    dev_score,
     moe_runs,
     recipe_runs,
     scones_run,
@@ -61,6 +63,7 @@ from tfscones.reproduction.verdicts import (
     bleu_verdict,
     rate_verdict,
 )
+from tfscones.training.callbacks import FIGURES
 
 
 def write_report(results_dir: str | Path, out: str | Path, command_dir: str | None = None) -> str:
@@ -88,6 +91,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
         *_entmax_section(records["entmax"], multi30k, results_dir, spread, figures, folder),
         *_moe_section(records["moe"], results_dir, figures, folder),
         *_demo_section(records["demo"], folder),
+        *g2p_section(records["g2p"], results_dir, folder),
         "## Targets",
         "",
         *targets_table(records, results_dir),
@@ -130,7 +134,7 @@ def _runs_section(records: dict[str, list[RunRecord]]) -> list[str]:
     lines = [
         "## The runs",
         "",
-        "| run | seed | steps | best dev BLEU | wall time | steps/s overall | machine | code |",
+        "| run | seed | steps | best dev score | wall time | steps/s overall | machine | code |",
         "|---|---|---|---|---|---|---|---|",
     ]
     seen = set()
@@ -163,10 +167,16 @@ def _run_row(record: RunRecord) -> str:
     if results.get("resumed_after_minutes"):
         where += "; resumed"
     return (
-        f"| {run.name} | {run.seed} | {results['steps']:,} | {results['best_dev_bleu']:.1f} "
+        f"| {run.name} | {run.seed} | {results['steps']:,} | {_dev_score(results)} "
         f"| {_minutes(seconds)} | {results['steps'] / seconds:.2f} | {where} "
         f"| {code_version_label(results.get('code'))} |"
     )
+
+
+def _dev_score(results: dict) -> str:
+    """The best dev score with its metric: `38.3` (BLEU, as ever) or `PER 2.91`."""
+    name, score = dev_score(results)
+    return f"{score:.1f}" if name == "bleu" else f"{FIGURES[name][0]} {score:.2f}"
 
 
 def _minutes(seconds: float) -> str:

@@ -16,7 +16,9 @@ For every run of the plan (`tfscones.reproduction.plans`), in order, into `OUT/<
    hard-MoE model and each decoding baseline of the softmax run, naming the two runs) and
    `OUT/moe/experts.json` (each expert's BLEU and share of E-step wins), redone when the plan's
    runs are others (another step budget); the `demo` plan writes
-   `OUT/demo/expected_bleu.json` (`tfscones.reproduction.demo_expectations`).
+   `OUT/demo/expected_bleu.json` (`tfscones.reproduction.demo_expectations`); the `g2p` plan
+   scores its runs by beam-5 WER and PER with their hypotheses, and the ensembles of each
+   chosen recipe's seeds (`tfscones.reproduction.g2p`).
 
 Each step writes its file only when it is complete, so a killed reproduction started again
 goes on where it stopped. `tfscones report OUT` turns the folder into the results page.
@@ -43,6 +45,7 @@ from tfscones.evaluation.diverse_translations import (
 )
 from tfscones.evaluation.expert_wins import expert_wins
 from tfscones.models import load_run
+from tfscones.reproduction import g2p
 from tfscones.reproduction.demo_expectations import (
     EXPECTATIONS_FILE,
     measured_points,
@@ -52,6 +55,7 @@ from tfscones.reproduction.demo_expectations import (
 from tfscones.reproduction.plans import (
     DEFAULT_DATA_DIR,
     DEMO,
+    G2P,
     MOE,
     MOE_EXPERTS,
     PLANS,
@@ -163,7 +167,7 @@ def reproduce(
     if plan.name in _COMPARISONS and all(
         RunFolder(out_dir / run.name).evaluation.is_file() for run in plan.runs(out_dir)
     ):
-        done += _COMPARISONS[plan.name](out_dir)
+        done += _COMPARISONS[plan.name](out_dir, data_dir)
     return done
 
 
@@ -207,13 +211,23 @@ def _test_set(config: ExperimentConfig) -> tuple[list[str], list[str]]:
 
 
 def _evaluate(config: ExperimentConfig, settings, progress) -> None:
-    """Greedy and beam-4 BLEU and chrF of the run's best model on the test set."""
+    """Greedy and beam-4 BLEU and chrF of the run's best model on the test set.
+
+    A G2P run gets greedy and beam-5 WER and PER instead, and its hypotheses
+    (`tfscones.reproduction.g2p`).
+    """
+    with RunFolder(config.run_dir).hold():
+        evaluation = g2p.evaluate_run(config) if g2p.is_g2p(config) else _evaluation(config)
+        _write_json(RunFolder(config.run_dir).evaluation, evaluation)
+
+
+def _evaluation(config: ExperimentConfig) -> dict:
     sources, references = _test_set(config)
     evaluation = {"sentences": len(sources), "bleu_signature": metrics.bleu_signature()}
     for name, search in (("greedy", Search()), ("beam4", Search("beam", beam_size=4))):
         scores = runner.evaluate(config.run_dir, sources, references, search)
         evaluation[name] = {"bleu": scores["bleu"], "chrf": scores["chrf"]}
-    _write_json(RunFolder(config.run_dir).evaluation, evaluation)
+    return evaluation
 
 
 def _is_analysed(run: PlannedRun, out_dir: Path, settings: AnalysisSettings) -> bool:
@@ -227,6 +241,11 @@ def _is_analysed(run: PlannedRun, out_dir: Path, settings: AnalysisSettings) -> 
 
 def _analyse(config: ExperimentConfig, settings: AnalysisSettings, progress) -> None:
     """`analyze_model` of the run's best model on the test set, with its settings."""
+    with RunFolder(config.run_dir).hold():
+        _write_json(RunFolder(config.run_dir).analysis, _analysis(config, settings))
+
+
+def _analysis(config: ExperimentConfig, settings: AnalysisSettings) -> dict:
     sources, references = _test_set(config)
     model, tokenizer = load_run(config.run_dir)
     analysis = analyze_model(
@@ -238,8 +257,7 @@ def _analyse(config: ExperimentConfig, settings: AnalysisSettings, progress) -> 
         exact_sentences=settings.exact_sentences,
         state_budget=settings.state_budget,
     )
-    record = {"settings": settings.as_dict(), "analysis": dataclasses.asdict(analysis)}
-    _write_json(RunFolder(config.run_dir).analysis, record)
+    return {"settings": settings.as_dict(), "analysis": dataclasses.asdict(analysis)}
 
 
 def _moe_comparison(out_dir: Path) -> list[str]:
@@ -304,7 +322,16 @@ def _demo_expectations(out_dir: Path) -> list[str]:
     return [f"tabled {DEMO.name}"]
 
 
-_COMPARISONS = {MOE.name: _moe_comparison, DEMO.name: _demo_expectations}
+def _g2p_ensembles(out_dir: Path, data_dir: str) -> list[str]:
+    """The G2P plan's ensembles of each chosen recipe's seeds (`tfscones.reproduction.g2p`)."""
+    return g2p.evaluate_ensembles(out_dir, lambda run: run_config(run, out_dir, data_dir))
+
+
+_COMPARISONS = {
+    MOE.name: lambda out_dir, data_dir: _moe_comparison(out_dir),
+    DEMO.name: lambda out_dir, data_dir: _demo_expectations(out_dir),
+    G2P.name: _g2p_ensembles,
+}
 
 
 def _streams(references: list[list[str]]) -> list[list[str]]:

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tfscones.evaluation.analysis_report import percent
+from tfscones.reproduction.g2p_report import ensemble_rate, mean_rate
 from tfscones.reproduction.plans import (
     SCONES_ALPHAS,
     PlannedRun,
+    g2p_recipe_runs,
     judged_on_dev,
     recipe_runs,
     scones_run,
@@ -59,6 +61,18 @@ def _entmax_empty_rate(records, results_dir):
     return entmax.analysis.empty_string_rate if entmax and entmax.analysis else None
 
 
+def _g2p_mean(loss: str, key: str):
+    def value(records, results_dir):
+        chosen = judged_on_dev(results_dir, g2p_recipe_runs(loss))
+        return mean_rate(records["g2p"], chosen, key)
+
+    return value
+
+
+def _g2p_ensemble(loss: str, key: str):
+    return lambda records, results_dir: ensemble_rate(results_dir, loss, key)
+
+
 def _moe_number(key: Callable[[dict, dict], float]):
     def value(records, results_dir):
         comparison = read_moe_comparison(results_dir)
@@ -97,6 +111,26 @@ TARGETS = (
         _entmax_empty_rate,
         lambda v: v < 0.01,
         percent,
+    ),
+    Target(
+        "G2P entmax-1.5 (ε by dev) beam-5 test WER, mean of seeds ≤ 14.2",
+        _g2p_mean("entmax-1.5", "wer"),
+        lambda v: v <= 14.2,
+    ),
+    Target(
+        "G2P entmax-1.5 (ε by dev) beam-5 test PER, mean of seeds ≤ 2.9",
+        _g2p_mean("entmax-1.5", "per"),
+        lambda v: v <= 2.9,
+    ),
+    Target(
+        "G2P ensemble of entmax-1.5's seeds: test WER ≤ 13.5",
+        _g2p_ensemble("entmax-1.5", "wer"),
+        lambda v: v <= 13.5,
+    ),
+    Target(
+        "G2P ensemble of entmax-1.5's seeds: test PER ≤ 2.7",
+        _g2p_ensemble("entmax-1.5", "per"),
+        lambda v: v <= 2.7,
     ),
     Target(
         "hard-MoE: every expert wins ≥ 5% of pairs",

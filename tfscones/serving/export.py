@@ -29,7 +29,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from tfscones.data import Tokenizer
+from tfscones.data.tokenizer import load_tokenizer
 from tfscones.decoding import Search
 from tfscones.models import load_model
 from tfscones.run_folder import RunFolder
@@ -118,9 +118,9 @@ def build_module(settings: ExportSettings, checkpoint: Path, spm: Path) -> Trans
     except (OSError, ValueError, TypeError) as error:
         raise ExportError(f"cannot load the model {checkpoint}: {error}") from None
     try:
-        tokenizer = Tokenizer.from_file(spm)
-    except (tf.errors.OpError, RuntimeError, ValueError) as error:
-        raise ExportError(f"cannot load the SentencePiece model {spm}: {error}") from None
+        tokenizer = load_tokenizer(spm)
+    except (tf.errors.OpError, OSError, RuntimeError, ValueError) as error:
+        raise ExportError(f"cannot load the vocabulary {spm}: {error}") from None
     try:
         return TranslationModule(
             model, tokenizer, settings.searches, settings.limits, freeze_step_weights=True

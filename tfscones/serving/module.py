@@ -374,7 +374,7 @@ class TranslationModule(tf.Module):
         )
         with tf.control_dependencies([check]):
             sources = self._source_ids(source)
-            targets = self._tokenised(target, self.limits.max_output_tokens)
+            targets = self._tokenised(target, self.limits.max_output_tokens, target=True)
         forced = teacher_forced(self.model, sources.ids, targets.ids.to_tensor(PAD_ID))
         return {
             "scores": tf.where(targets.truncated, math.nan, forced.scores),
@@ -420,14 +420,16 @@ class TranslationModule(tf.Module):
         ids = tokenised.ids.to_tensor(default_value=PAD_ID)
         return Sources(ids, tokenised.truncated)
 
-    def _tokenised(self, strings: tf.Tensor, max_tokens: int) -> Sources:
+    def _tokenised(self, strings: tf.Tensor, max_tokens: int, target: bool = False) -> Sources:
         """Ragged ids (pieces then EOS, at most `max_tokens`) and whether a string was cut.
 
         A string is cut if it has more than `max_source_characters` characters or more
-        pieces than `max_tokens - 1`.
+        pieces than `max_tokens - 1`. Targets (`target`) are split as the tokenizer splits
+        targets (`tokenize_target`: labels, for a symbol vocabulary).
         """
         text, characters_cut = _clean_text(strings, self.limits)
-        pieces = self.tokenizer.tokenize(text)
+        tokenize = self.tokenizer.tokenize_target if target else self.tokenizer.tokenize
+        pieces = tokenize(text)
         tokens_cut = pieces.row_lengths() > max_tokens - 1
         ids = append_eos(pieces, max_tokens)
         return Sources(ids, characters_cut | tokens_cut)

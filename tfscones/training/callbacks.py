@@ -1,7 +1,7 @@
 """Keras callbacks for translation training.
 
-Step backups, dev BLEU, epoch checkpoints kept for averaging, a step and time budget that drives
-the learning-rate schedule, and a progress line.
+Step backups, the dev score (BLEU, or a task's own), epoch checkpoints kept for averaging, a
+step and time budget that drives the learning-rate schedule, and a progress line.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ import keras
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.decoding import translate
 from tfscones.decoding.translate import cut_sources
-from tfscones.evaluation import metrics
+from tfscones.evaluation.selection import METRICS, SelectionMetric
 from tfscones.ranges import AT_LEAST_ONE
 from tfscones.training.averaging import moving_average_weights
 
 logger = logging.getLogger(__name__)
+
+FIGURES = {"bleu": ("BLEU", 1), "chrf": ("chrF", 1), "wer": ("WER", 2), "per": ("PER", 2)}
+"""How the progress line shows each dev figure: its label and decimals."""
 
 
 def random_states(model: keras.Model) -> list[keras.Variable]:
@@ -150,11 +153,12 @@ def backed_up_step(directory: str | Path) -> int | None:
     return states.get("step") if isinstance(states, dict) else None
 
 
-class BleuEvaluation(keras.callbacks.Callback):
-    """Translates a dev set greedily after every epoch, logs BLEU, and keeps the best model.
+class DevEvaluation(keras.callbacks.Callback):
+    """Translates a dev set greedily after every epoch, logs its scores, keeps the best model.
 
-    The score is added to the epoch's logs as `val_bleu` (so `TensorBoard`, `CSVLogger` and
-    `History` record it); when it improves, the model is saved to `best_model_path`. When the
+    Every figure of the metric's family goes into the epoch's logs as `val_<figure>`
+    (`val_bleu`; `val_wer` and `val_per`), so `TensorBoard`, `CSVLogger` and `History` record
+    them; when the chosen figure improves, the model is saved to `best_model_path`. When the
     optimizer keeps a moving average of the weights (`use_ema`), that average is what is
     translated and saved; training goes on with the training weights.
 
@@ -162,9 +166,12 @@ class BleuEvaluation(keras.callbacks.Callback):
         sources: Source sentences of the dev set.
         references: Their reference translations, one stream (or several, aligned).
         tokenizer: The model's tokenizer.
+        metric: The `tfscones.evaluation.selection.SelectionMetric` that chooses.
         best_model_path: Where the best model is saved (`.keras`); None saves nothing.
         batch_size: Sentences translated together.
-        best_bleu: The best score so far (a resumed run passes its earlier best).
+        best_score: The best score so far (a resumed run passes its earlier best); the
+            metric's worst by default.
+        languages: Each dev source's language, for a macro-averaged metric (None: one group).
     """
 
     def __init__(
@@ -172,48 +179,62 @@ class BleuEvaluation(keras.callbacks.Callback):
         sources: Sequence[str],
         references: Sequence[str] | Sequence[Sequence[str]],
         tokenizer: Tokenizer,
+        metric: SelectionMetric = METRICS["bleu"],
         best_model_path: str | Path | None = None,
         batch_size: int = 64,
-        best_bleu: float = -math.inf,
+        best_score: float | None = None,
+        languages: Sequence[str | None] | None = None,
     ):
         super().__init__()
         self.sources = list(sources)
         self.references = references
         self.tokenizer = tokenizer
+        self.metric = metric
         self.best_model_path = None if best_model_path is None else Path(best_model_path)
         self.batch_size = batch_size
-        self.best_bleu = best_bleu
+        self.best_score = metric.worst if best_score is None else best_score
+        self.languages = languages
 
     def on_train_begin(self, logs=None):
         cut = cut_sources(self.tokenizer, self.sources, self.model.max_sequence_length)
         if cut:
             logger.info(
-                "%d of %d dev sentences are longer than the model reads: dev BLEU translates "
-                "their first pieces, as training reads its sentences",
+                "%d of %d dev sentences are longer than the model reads: the dev score "
+                "translates their first pieces, as training reads its sentences",
                 len(cut),
                 len(self.sources),
             )
 
     def on_epoch_end(self, epoch, logs=None):
         with moving_average_weights(self.model):
-            bleu = self.score(self.model)
+            figures = self.scores(self.model)
             if logs is not None:
-                logs["val_bleu"] = bleu
-            improved = self.keep_if_best(self.model, bleu)
-        logger.info("epoch %d: dev BLEU %.2f%s", epoch + 1, bleu, " (best)" if improved else "")
+                logs.update({f"val_{name}": value for name, value in figures.items()})
+            improved = self.keep_if_best(self.model, figures[self.metric.name])
+        logger.info(
+            "epoch %d: dev %s %.2f%s",
+            epoch + 1,
+            self.metric.name,
+            figures[self.metric.name],
+            " (best)" if improved else "",
+        )
 
-    def score(self, model: keras.Model) -> float:
-        """Greedy dev BLEU of `model` (the trained one, or another such as an average)."""
+    def scores(self, model: keras.Model) -> dict[str, float]:
+        """Every dev figure of `model` (the trained one, or another such as an average)."""
         hypotheses = translate(
             model, self.tokenizer, self.sources, self.batch_size, long_sources="translate"
         )
-        return metrics.corpus_bleu(hypotheses, self.references).score
+        return self.metric.score(hypotheses, self.references, self.languages)
 
-    def keep_if_best(self, model: keras.Model, bleu: float) -> bool:
-        """Saves `model` as the best one if `bleu` beats the best so far; says whether it did."""
-        if bleu <= self.best_bleu:
+    def score(self, model: keras.Model) -> float:
+        """The chosen dev figure of `model`."""
+        return self.scores(model)[self.metric.name]
+
+    def keep_if_best(self, model: keras.Model, score: float) -> bool:
+        """Saves `model` as the best one if `score` beats the best so far; says whether it did."""
+        if not self.metric.is_better(score, self.best_score):
             return False
-        self.best_bleu = bleu
+        self.best_score = score
         if self.best_model_path is not None:
             model.save(self.best_model_path)
         return True
@@ -321,7 +342,7 @@ class TrainingBudget(keras.callbacks.Callback):
 
 
 class ProgressLine(keras.callbacks.Callback):
-    """One line of progress: step, loss, learning rate, last dev BLEU and time left.
+    """One line of progress: step, loss, learning rate, last dev score and time left.
 
     On a terminal the line is redrawn in place (at most every `refresh_seconds`) and ended at
     every epoch's end, so each epoch leaves one line behind; elsewhere (a log file, CI) one line
@@ -335,6 +356,7 @@ class ProgressLine(keras.callbacks.Callback):
         stream: Where to write (standard output by default).
         refresh_seconds: Least time between redraws on a terminal.
         log_seconds: Time between lines when not on a terminal.
+        metric_name: The dev figure shown (`val_<metric_name>` of the epoch's logs).
     """
 
     def __init__(
@@ -344,8 +366,10 @@ class ProgressLine(keras.callbacks.Callback):
         stream: TextIO | None = None,
         refresh_seconds: float = 0.5,
         log_seconds: float = 30.0,
+        metric_name: str = "bleu",
     ):
         super().__init__()
+        self.metric_name = metric_name
         self.total_steps = total_steps
         self.budget = budget
         self.stream = stream or sys.stdout
@@ -354,7 +378,7 @@ class ProgressLine(keras.callbacks.Callback):
         self.last_written = -math.inf
         self.started = None
         self.first_step = 0
-        self.dev_bleu = None
+        self.dev_score = None
         self.loss = None
 
     def on_train_begin(self, logs=None):
@@ -367,7 +391,7 @@ class ProgressLine(keras.callbacks.Callback):
             self._write(end="")
 
     def on_epoch_end(self, epoch, logs=None):
-        self.dev_bleu = (logs or {}).get("val_bleu", self.dev_bleu)
+        self.dev_score = (logs or {}).get(f"val_{self.metric_name}", self.dev_score)
         self.loss = (logs or {}).get("loss", self.loss)
         self._write(end="\n")
 
@@ -390,8 +414,9 @@ class ProgressLine(keras.callbacks.Callback):
         if self.loss is not None:
             fields.append(f"loss {float(self.loss):.3f}")
         fields.append(f"lr {float(self.model.optimizer.learning_rate):.2e}")
-        if self.dev_bleu is not None:
-            fields.append(f"dev BLEU {self.dev_bleu:.1f}")
+        if self.dev_score is not None:
+            label, decimals = FIGURES[self.metric_name]
+            fields.append(f"dev {label} {self.dev_score:.{decimals}f}")
         left = self._seconds_left(step)
         if left is not None:
             fields.append(f"{int(left // 60)}:{int(left % 60):02d} left")

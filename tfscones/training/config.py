@@ -16,6 +16,7 @@ config is a few lines on top of its corpus's. Overrides from the command line ar
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,17 @@ class DataConfig:
     side may list several files, read one after the other, as
     `train_source: [a.de, b.de]` with `train_target: [a.en, b.en]`); `source: tfds` reads
     `tfds_name` (e.g. `wmt19_translate/de-en`) with `source_language`/`target_language` from
-    `tfds_data_dir`.
+    `tfds_data_dir`; `source: tsv` reads pronunciation dictionaries (`train_tsv`, `dev_tsv`,
+    `test_tsv`: a file or a list of files, `graphemes<TAB>phones` a line, see
+    `tfscones.data.pronunciation_tsv`), where a file name holding `{language}` stands for one
+    file of each of `languages` (`sigmorphon/{language}_train.tsv`), and a file without it is
+    of the language its name begins with (`fre_train.tsv`).
+
+    `vocabulary: sentencepiece` trains a joint SentencePiece model of `vocabulary_size` pieces;
+    `vocabulary: symbols` makes a vocabulary of the training set's symbols
+    (`tfscones.data.symbol_vocab`): source characters after `normalization` (NFC, NFD, NFKC,
+    NFKD or none), target labels split at spaces, and a tag per language of `languages`
+    (`language_tags: false` leaves them out).
     """
 
     source: str = "text"
@@ -124,6 +135,13 @@ class DataConfig:
     dev_target: str | None = None
     test_source: str | None = None
     test_target: str | None = None
+    train_tsv: str | list | None = None
+    dev_tsv: str | list | None = None
+    test_tsv: str | list | None = None
+    languages: list | None = None
+    language_tags: bool = True
+    vocabulary: str = "sentencepiece"
+    normalization: str = "NFC"
     tfds_name: str | None = None
     tfds_data_dir: str | None = None
     source_language: str | None = None
@@ -176,7 +194,10 @@ class TrainingConfig:
     first) or `inverse_sqrt` (the original Transformer's, which never decays to zero).
     `ema_momentum` evaluates and keeps the optimizer's moving average of the weights;
     `average_checkpoints: N` keeps the last N epoch checkpoints and, at the end, keeps their mean
-    as the best model if it has the better dev BLEU.
+    as the best model if it has the better dev score. `selection_metric` is the dev score that
+    chooses the kept model (`tfscones.evaluation.selection`): `bleu` or `chrf` (higher is
+    better), or `per` or `wer` (lower is better, macro-averaged over the languages, as the
+    SIGMORPHON 2020 G2P task scores).
     """
 
     strategy: str = "default"
@@ -197,6 +218,7 @@ class TrainingConfig:
     jit_compile: Any = "auto"
     backup_every_steps: int = 200
     seed: int = 1
+    selection_metric: str = "bleu"
 
 
 @dataclasses.dataclass
@@ -210,10 +232,37 @@ class ExperimentConfig:
     loss: LossConfig = dataclasses.field(default_factory=LossConfig)
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
 
+    def __post_init__(self):
+        check_run_name(self.name)
+
     @property
     def run_dir(self) -> Path:
         """The folder that receives vocabulary, checkpoints, logs and results."""
         return Path(self.output_dir or Path("runs") / self.name)
+
+
+def check_run_name(name: str) -> None:
+    """Refuses a run name that is not one plain folder name (it names `runs/<name>`).
+
+    Raises:
+        ConfigError: If `name` is empty, `.` or `..`, holds a path separator or a control
+            character, or starts with a dot (a hidden folder), since `runs/<name>` would then
+            point elsewhere: outside `runs`, or at a folder above it.
+    """
+    plain = (
+        isinstance(name, str)
+        and name.strip() == name
+        and name not in ("", ".", "..")
+        and not name.startswith(".")
+        and not any(mark in name for mark in ("/", "\\", os.sep))
+        and name.isprintable()
+    )
+    if not plain:
+        raise ConfigError(
+            "must be one plain folder name (no '/' or '\\', no leading dot, no spaces around "
+            f"it), got {name!r}; give output_dir=PATH to choose the folder",
+            "name",
+        )
 
 
 def _file_chain(path: Path) -> list[tuple[Path, dict]]:
@@ -388,7 +437,9 @@ def _holds_key(content: dict, dotted_key: str) -> bool:
 
 
 _LIMITS: dict[str, ranges.Range | tuple] = {
-    "data.source": ("text", "tfds"),
+    "data.source": ("text", "tfds", "tsv"),
+    "data.vocabulary": ("sentencepiece", "symbols"),
+    "data.normalization": ("NFC", "NFD", "NFKC", "NFKD", "none"),
     "data.vocabulary_size": ranges.Range(16, integer=True),
     "data.sentencepiece_sample_lines": ranges.AT_LEAST_ONE,
     "data.max_length": ranges.AT_LEAST_ONE,
@@ -418,6 +469,7 @@ _LIMITS: dict[str, ranges.Range | tuple] = {
     "training.mixed_precision": ("float32", "mixed_float16", "mixed_bfloat16"),
     "training.jit_compile": ("auto", True, False),
     "training.backup_every_steps": ranges.AT_LEAST_ONE,
+    "training.selection_metric": ("bleu", "chrf", "per", "wer"),
 }
 
 

@@ -41,14 +41,15 @@ import yaml
 from tfscones import decoding, heads
 from tfscones.data import (
     Tokenizer,
-    load_tfds_pairs,
     read_parallel_text,
     train_sentencepiece,
     translation_dataset,
 )
+from tfscones.data.symbol_vocab import SymbolTokenizer
 from tfscones.decoding.scoring import check_text_pairs
 from tfscones.evaluation import metrics
 from tfscones.evaluation.analysis import ModelAnalysis, analyze_model
+from tfscones.evaluation.selection import SelectionMetric, selection_metric
 from tfscones.models import (
     PRESETS,
     LatentExpertTransformer,
@@ -60,89 +61,35 @@ from tfscones.run_folder import RunFolder
 from tfscones.serving.export import ExportSettings, export_run
 from tfscones.training import callbacks, machine
 from tfscones.training.averaging import average_checkpoints
-from tfscones.training.config import ConfigError, ExperimentConfig, config_to_dict, data_path
+from tfscones.training.config import ConfigError, ExperimentConfig, config_to_dict
 from tfscones.training.distribution import make_strategy, worker_index
 from tfscones.training.resume_check import check_run_folder
 from tfscones.training.schedules import make_schedule
+from tfscones.training.splits import (
+    pairs_dataset,
+    pronunciations,
+    sentence_pairs,
+    split_files,
+    split_languages,
+    text_files,
+)
 
 logger = logging.getLogger("training")
 
 
-def pairs_dataset(config: ExperimentConfig, split: str) -> tf.data.Dataset:
-    """The `(source, target)` string pairs of a split (`train`, `dev` or `test`).
+def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer | SymbolTokenizer:
+    """Makes the run's vocabulary from the training pairs, or reuses the run's.
 
-    Raises:
-        ConfigError: If the config does not say where the split is.
-    """
-    data = config.data
-    if data.source == "text":
-        pairs = None
-        for source, target in text_files(config, split):
-            corpus = read_parallel_text(source, target, on_bad_line=data.on_bad_line).dataset()
-            pairs = corpus if pairs is None else pairs.concatenate(corpus)
-        return pairs
-    if data.source == "tfds":
-        if not (data.tfds_name and data.source_language and data.target_language):
-            raise ConfigError(
-                "data.tfds_name, source_language and target_language must be set.", "data.source"
-            )
-        tfds_split = {"train": "train", "dev": data.dev_split, "test": data.test_split}[split]
-        return load_tfds_pairs(
-            data.tfds_name,
-            data.source_language,
-            data.target_language,
-            split=tfds_split,
-            data_dir=data.tfds_data_dir,
-        )
-    raise ConfigError(f"must be text or tfds (got {data.source!r}).", "data.source")
-
-
-def text_files(config: ExperimentConfig, split: str) -> list[tuple[str, str]]:
-    """The `(source, target)` file pairs of a split of a `source: text` config.
-
-    Raises:
-        ConfigError: If the files are not set, or the two sides list different numbers of files.
-    """
-    source = getattr(config.data, f"{split}_source")
-    target = getattr(config.data, f"{split}_target")
-    if not source or not target:
-        raise ConfigError(
-            f"data.{split}_source and data.{split}_target must be set.", f"data.{split}_source"
-        )
-    sources = [source] if isinstance(source, str) else source
-    targets = [target] if isinstance(target, str) else target
-    if len(sources) != len(targets) or not all(isinstance(f, str) for f in sources + targets):
-        raise ConfigError(
-            f"data.{split}_source and data.{split}_target must be two file names or two lists "
-            f"of as many file names (got {source!r} and {target!r}).",
-            f"data.{split}_source",
-        )
-    return [
-        (str(data_path(source)), str(data_path(target)))
-        for source, target in zip(sources, targets, strict=True)
-    ]
-
-
-def sentence_pairs(config: ExperimentConfig, split: str, limit: int | None = None):
-    """The pairs of a split as two lists of Python strings (for BLEU)."""
-    pairs = pairs_dataset(config, split)
-    if limit:
-        pairs = pairs.take(limit)
-    sources, targets = [], []
-    for source, target in pairs.as_numpy_iterator():
-        sources.append(source.decode("utf-8"))
-        targets.append(target.decode("utf-8"))
-    return sources, targets
-
-
-def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
-    """Trains the joint SentencePiece model on the training pairs, or reuses the run's.
+    `data.vocabulary: symbols` makes a `SymbolTokenizer` of the training set's characters,
+    labels and language tags (`symbols.json`); otherwise a joint SentencePiece model is trained.
 
     SentencePiece reads text files whose every line is usable as they are; otherwise (a
     `data.on_bad_line: skip` corpus with bad lines, or TFDS) it reads the usable pairs, written
     out for it, so that it sees exactly the sentences training sees.
     """
-    model_file = RunFolder(run_dir).tokenizer
+    if config.data.vocabulary == "symbols":
+        return prepare_symbols(config, run_dir)
+    model_file = RunFolder(run_dir).sentencepiece_model
     if not model_file.exists():
         data = config.data
         if data.source == "text" and not has_skipped_pairs(config):
@@ -159,6 +106,24 @@ def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer:
             seed=config.training.seed,
         )
     return Tokenizer.from_file(model_file)
+
+
+def prepare_symbols(config: ExperimentConfig, run_dir: Path) -> SymbolTokenizer:
+    """The run's symbol vocabulary: read from `symbols.json`, or made from the training set."""
+    vocabulary_file = RunFolder(run_dir).symbol_vocabulary
+    if vocabulary_file.exists():
+        return SymbolTokenizer.from_file(vocabulary_file)
+    data = config.data
+    if data.source == "tsv":
+        training = pronunciations(config, "train")
+        sources, targets = training.sources(), list(training.phones)
+        languages = sorted({lang for lang in training.languages if lang is not None})
+    else:
+        sources, targets = sentence_pairs(config, "train")
+        languages = []
+    tokenizer = SymbolTokenizer.build(sources, targets, languages, data.normalization)
+    tokenizer.save(vocabulary_file)
+    return tokenizer
 
 
 def has_skipped_pairs(config: ExperimentConfig) -> bool:
@@ -300,19 +265,32 @@ def make_optimizer(config: ExperimentConfig, schedule) -> keras.optimizers.Optim
 
 
 def check_data_files(config: ExperimentConfig) -> None:
-    """Checks that every text file the config names exists (the test files only if named).
+    """Checks that every data file the config names exists (the test files only if named).
 
     Raises:
         ConfigError: Naming the key and the missing file.
     """
-    if config.data.source != "text":
-        return
-    splits = ("train", "dev", "test") if config.data.test_source else ("train", "dev")
-    for split in splits:
-        for source, target in text_files(config, split):
-            for side, path in (("source", source), ("target", target)):
-                if not Path(path).is_file():
-                    raise ConfigError(f"no such file: {path}", f"data.{split}_{side}")
+    for split in ("train", "dev", "test"):
+        if split == "test" and not has_test_set(config):
+            continue
+        for path in split_files(config, split):
+            if not path.is_file():
+                raise ConfigError(f"no such file: {path}", _split_key(config, split, path))
+
+
+def has_test_set(config: ExperimentConfig) -> bool:
+    """Whether the config names a test set (TFDS sets always have one)."""
+    data = config.data
+    if data.source == "tsv":
+        return bool(data.test_tsv)
+    return bool(data.test_source) or data.source == "tfds"
+
+
+def _split_key(config: ExperimentConfig, split: str, path: Path) -> str:
+    if config.data.source == "tsv":
+        return f"data.{split}_tsv"
+    sources = [Path(source) for source, _ in text_files(config, split)]
+    return f"data.{split}_{'source' if path in sources else 'target'}"
 
 
 def check_config(config: ExperimentConfig) -> None:
@@ -375,9 +353,10 @@ def training_budget(fit_callbacks: list) -> callbacks.TrainingBudget:
 def training_callbacks(
     config, run_dir, schedule, tokenizer, dev_sources, dev_references, progress=None
 ):
-    """Dev BLEU, progress line, checkpoints, logs, time budget and step backup, in that order.
+    """Dev score, progress line, checkpoints, logs, time budget and step backup, in that order.
 
-    The order matters at an epoch's end: the evaluation puts `val_bleu` into the logs before the
+    The order matters at an epoch's end: the evaluation puts `val_bleu` (or the figures of the
+    config's `training.selection_metric`) into the logs before the
     progress line shows it and before the logs are written, and the backup comes last. The
     progress line goes to `progress` (a text stream; standard output if None).
     """
@@ -385,15 +364,18 @@ def training_callbacks(
     run.checkpoints.mkdir(exist_ok=True)
     training = config.training
     budget = callbacks.TrainingBudget(training.steps, training.max_minutes, schedule)
+    metric = selection_metric(training.selection_metric)
     fit_callbacks = [
-        callbacks.BleuEvaluation(
+        callbacks.DevEvaluation(
             dev_sources,
             dev_references,
             tokenizer,
+            metric,
             best_model_path=run.model,
-            best_bleu=best_logged_bleu(run.history),
+            best_score=best_logged_score(run.history, metric),
+            languages=split_languages(config, dev_sources),
         ),
-        callbacks.ProgressLine(training.steps, budget, stream=progress),
+        callbacks.ProgressLine(training.steps, budget, stream=progress, metric_name=metric.name),
         keras.callbacks.ModelCheckpoint(run.last_checkpoint),
         keras.callbacks.TensorBoard(run.logs),
         keras.callbacks.CSVLogger(run.history, append=True),
@@ -407,13 +389,14 @@ def training_callbacks(
     return fit_callbacks + [backup]
 
 
-def best_logged_bleu(history_csv: Path) -> float:
-    """The best dev BLEU an earlier (killed) run of this folder logged; -inf if none."""
+def best_logged_score(history_csv: Path, metric: SelectionMetric) -> float:
+    """The best dev score an earlier (killed) run of this folder logged; the worst if none."""
     if not history_csv.exists():
-        return -math.inf
+        return metric.worst
+    column = f"val_{metric.name}"
     with history_csv.open(encoding="utf-8") as rows:
-        scores = [float(row["val_bleu"]) for row in csv.DictReader(rows) if row.get("val_bleu")]
-    return max(scores, default=-math.inf)
+        scores = [float(row[column]) for row in csv.DictReader(rows) if row.get(column)]
+    return metric.best_of(scores)
 
 
 def keep_logged_epochs(history_csv: Path, epochs: int) -> None:
@@ -478,23 +461,24 @@ def keep_checkpoint_average(model: keras.Model, fit_callbacks) -> float | None:
     """Averages the kept epoch checkpoints; keeps the mean as the best model if it scores higher.
 
     Returns:
-        The dev BLEU of the average, or None when no averaging was configured or fewer than two
-        checkpoints were written.
+        The dev score of the average, or None when no averaging was configured or fewer than
+        two checkpoints were written.
     """
     kept = [c for c in fit_callbacks if isinstance(c, callbacks.EpochCheckpoints)]
     if not kept or len(kept[0].paths) < 2:
         return None
     evaluation = fit_callbacks[0]
     average_checkpoints(model, kept[0].paths)
-    bleu = evaluation.score(model)
-    improved = evaluation.keep_if_best(model, bleu)
+    score = evaluation.score(model)
+    improved = evaluation.keep_if_best(model, score)
     logger.info(
-        "average of the last %d checkpoints: dev BLEU %.2f%s",
+        "average of the last %d checkpoints: dev %s %.2f%s",
         len(kept[0].paths),
-        bleu,
+        evaluation.metric.name,
+        score,
         " (best)" if improved else "",
     )
-    return bleu
+    return score
 
 
 def worker_run_dir(config: ExperimentConfig) -> Path:
@@ -524,11 +508,20 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
     # ops before anything (the config check builds a model) starts its runtime.
     strategy = make_strategy(config.training.strategy, config.training.tpu)
     check_config(config)
+    run_dir = worker_run_dir(config)
+    with RunFolder(run_dir).hold():
+        return train_in_held_folder(config, run_dir, strategy, progress, started, load_at_start)
+
+
+def train_in_held_folder(config, run_dir, strategy, progress, started, load_at_start) -> dict:
+    """`train`'s work in its run folder, which this process holds (`RunFolder.hold`).
+
+    `started` (`time.monotonic()`) and `load_at_start` are from when `train` was called.
+    """
+    check_run_folder(config, run_dir)
     keras.utils.set_random_seed(config.training.seed)
     if config.training.mixed_precision:
         keras.mixed_precision.set_global_policy(config.training.mixed_precision)
-    run_dir = worker_run_dir(config)
-    check_run_folder(config, run_dir)
     tokenizer = prepare_tokenizer(config, run_dir)  # may refuse the data: no config.yaml yet
     RunFolder(run_dir).config.write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
@@ -539,12 +532,13 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
     batches = training_batches(config, tokenizer, static_shapes=bool(model.jit_compile))
     fit(config, model, batches, fit_callbacks)
     steps = int(model.optimizer.iterations.numpy())
-    averaged_bleu = keep_checkpoint_average(model, fit_callbacks)
+    averaged_score = keep_checkpoint_average(model, fit_callbacks)
     spent_before = training_budget(fit_callbacks).spent_before
+    metric = config.training.selection_metric
     results = {
         "name": config.name,
         "steps": steps,
-        "best_dev_bleu": fit_callbacks[0].best_bleu,
+        f"best_dev_{metric}": fit_callbacks[0].best_score,
         "train_minutes": (time.monotonic() - started + spent_before) / 60.0,
         "machine": machine.describe_machine(),
         "load_average": {"start": load_at_start, "end": machine.load_average()},
@@ -552,8 +546,8 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
     }
     if spent_before:
         results["resumed_after_minutes"] = spent_before / 60.0
-    if averaged_bleu is not None:
-        results["averaged_dev_bleu"] = averaged_bleu
+    if averaged_score is not None:
+        results[f"averaged_dev_{metric}"] = averaged_score
     results.update(evaluate_test(config, run_dir, tokenizer, model))
     RunFolder(run_dir).results.write_text(json.dumps(results, indent=2))
     logger.info("results: %s", results)
@@ -561,8 +555,12 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
 
 
 def evaluate_test(config, run_dir, tokenizer, model) -> dict:
-    """Greedy test BLEU and chrF of the best model (the last one if none was kept)."""
-    if not (config.data.test_source or config.data.source == "tfds"):
+    """Greedy test scores of the best model (the last one if none was kept).
+
+    BLEU and chrF for translation; macro WER and PER, and each language's, for a task chosen
+    by WER or PER (`SelectionMetric.test_report`).
+    """
+    if not has_test_set(config):
         return {}
     best = RunFolder(run_dir).model
     if best.exists():
@@ -570,12 +568,8 @@ def evaluate_test(config, run_dir, tokenizer, model) -> dict:
     sources, references = sentence_pairs(config, "test", config.data.test_sentences)
     hypotheses = decoding.translate(model, tokenizer, sources, long_sources="translate")
     RunFolder(run_dir).test_hypotheses.write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
-    bleu = metrics.corpus_bleu(hypotheses, references)
-    return {
-        "test_bleu": bleu.score,
-        "test_chrf": metrics.corpus_chrf(hypotheses, references).score,
-        "bleu_signature": metrics.bleu_signature(),
-    }
+    metric = selection_metric(config.training.selection_metric)
+    return metric.test_report(hypotheses, references, split_languages(config, sources))
 
 
 def evaluate(run_dir: str | Path, sources: list[str], references: list[str], search=None) -> dict:

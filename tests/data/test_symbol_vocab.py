@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.g2p_words import WORDS
 from tfscones.data import translation_dataset
 from tfscones.data.symbol_vocab import (
     SymbolTokenizer,
@@ -17,17 +18,6 @@ from tfscones.data.symbol_vocab import (
 )
 from tfscones.data.tokenizer import load_tokenizer
 from tfscones.data.vocab_ids import EOS_ID, UNK_ID
-
-# A word of every script of the SIGMORPHON 2020 G2P data, with its pronunciation.
-WORDS = {
-    "kor": ("가게", "k a̠ː ɡ e̞"),  # Hangul syllables: NFD makes them jamo
-    "hin": ("अंकल", "ə ŋ k ə l"),  # Devanagari, with combining vowel signs
-    "geo": ("ბავშვი", "b a v ʃ v i"),  # Georgian
-    "arm": ("աղբյուր", "ɑ ʁ p j u ɾ"),  # Armenian
-    "jpn": ("がっこう", "ɡ a k k o ː"),  # hiragana, a voiced mark that NFD separates
-    "vie": ("a còng", "ʔ aː ˧˧ k a w ŋ͡m ˨˩"),  # a space inside the word, a tone mark
-    "fre": ("œuf", "œ f"),
-}
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +130,15 @@ def test_training_batches_hold_the_words_and_pronunciations_of_every_script(toke
         source, target = seen[language]
         assert source == expected_source_ids(tokenizer, language, word) + [EOS_ID]
         assert tokenizer.detokenize(target[np.newaxis]).numpy()[0].decode() == phones
+
+
+@pytest.mark.parametrize("language", sorted(WORDS))
+def test_python_encode_and_decode_give_the_graphs_ids_and_text(tokenizer, language):
+    word, phones = WORDS[language]
+    source = tagged_source(word, language)
+    assert tokenizer.encode(source) == tokenizer.tokenize(tf.constant(source)).numpy().tolist()
+    assert (
+        tokenizer.encode("xyz\tœzf") == tokenizer.tokenize(tf.constant("xyz\tœzf")).numpy().tolist()
+    )
+    labels = tokenizer.tokenize_target(tf.constant(phones)).numpy().tolist()
+    assert tokenizer.decode([3, *labels, EOS_ID, labels[0]]) == phones

@@ -224,6 +224,30 @@ class SymbolTokenizer(tf.Module):
         symbols = tf.gather(self._id_to_symbol, tf.where(keep, ids, PAD_ID))
         return tf.strings.reduce_join(tf.ragged.boolean_mask(symbols, keep), axis=-1, separator=" ")
 
+    def encode(self, source: str) -> list[int]:
+        """`tokenize` of one source in Python, without EOS: the same ids as the graph's.
+
+        For runtimes that run no TensorFlow ops, such as the CTranslate2 translator.
+        """
+        language, word = split_source(source) if self.languages else (None, source)
+        ids = {symbol: index for index, symbol in enumerate(SPECIAL_SYMBOLS + self.symbols)}
+        characters = [ids.get(c, UNK_ID) for c in _normalized(word, self.normalization)]
+        if not self.languages:
+            return characters
+        tag = UNK_ID if language is None else ids.get(language_tag(language), UNK_ID)
+        return [tag, *characters]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """`detokenize` of one row in Python: labels joined by spaces, up to the first EOS."""
+        every_symbol = SPECIAL_SYMBOLS + self.symbols
+        labels = []
+        for index in ids:
+            if index == EOS_ID:
+                break
+            if index not in (PAD_ID, BOS_ID):
+                labels.append(every_symbol[index])
+        return " ".join(labels)
+
     def _per_string(self, strings, ids_of, add_eos: bool):
         strings = tf.convert_to_tensor(strings, tf.string)
         if strings.shape.rank not in (0, 1):

@@ -50,6 +50,7 @@ import sentencepiece
 from ctranslate2.specs import common_spec
 from ctranslate2.specs import transformer_spec as specs
 
+from tfscones.data.symbol_vocab import SPECIAL_SYMBOLS, SymbolTokenizer
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, UNK_ID
 from tfscones.heads import SoftmaxHead
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer, load_model
@@ -59,6 +60,8 @@ QUANTIZATIONS = ("float32", "int8_float32", "int8")
 """Weight types of an export: int8 weights are quantised once, when converted."""
 EXPORT_INFO = "tfscones_ctranslate2.json"
 SENTENCEPIECE_MODEL = "sentencepiece.model"
+SYMBOL_VOCABULARY = "symbols.json"
+"""The vocabulary file of an export of a symbol vocabulary (G2P), in place of SentencePiece's."""
 GREEDY = "greedy"
 BEAM = "beam"
 SAMPLING = "sampling"
@@ -139,7 +142,7 @@ def transformer_spec(model: Seq2SeqTransformer, pieces: list[str]):
     """
     if len(pieces) != model.vocabulary_size:
         raise ExportError(
-            f"the SentencePiece model has {len(pieces)} pieces, the model a vocabulary of "
+            f"the vocabulary has {len(pieces)} entries, the model a vocabulary of "
             f"{model.vocabulary_size}: they are not from the same run."
         )
     layer_arguments = {"pre_norm": model.normalize_first, "activation": common_spec.Activation.RELU}
@@ -264,14 +267,26 @@ def sentencepiece_pieces(model_file: str | os.PathLike) -> list[str]:
     return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
 
 
+def vocabulary_tokens(vocabulary: Path) -> tuple[list[str], str]:
+    """The tokens of a run's vocabulary in id order, and the export's name for the file.
+
+    A symbol vocabulary (`symbols.json`: its special symbols, tags, characters and labels) or a
+    SentencePiece model (its pieces).
+    """
+    if vocabulary.suffix == ".json":
+        symbols = SymbolTokenizer.from_file(vocabulary)
+        return [*SPECIAL_SYMBOLS, *symbols.symbols], SYMBOL_VOCABULARY
+    return sentencepiece_pieces(vocabulary), SENTENCEPIECE_MODEL
+
+
 def write_ctranslate2(
     model: Seq2SeqTransformer, spm: Path, out: Path, quantization: str = "float32"
 ) -> CTranslate2Info:
-    """Writes the model, its SentencePiece model, info and README as a CTranslate2 folder.
+    """Writes the model, its vocabulary file, info and README as a CTranslate2 folder.
 
     Args:
         model: The model (`check_convertible`).
-        spm: Its run's SentencePiece model.
+        spm: Its run's vocabulary: a SentencePiece model, or a symbol vocabulary.
         out: The folder to write; it must not exist, or be empty.
         quantization: One of `QUANTIZATIONS`.
 
@@ -282,7 +297,8 @@ def write_ctranslate2(
         ExportError: If the model or its vocabulary cannot be converted.
     """
     check_convertible(model)
-    spec = transformer_spec(model, sentencepiece_pieces(spm))
+    tokens, vocabulary_name = vocabulary_tokens(Path(spm))
+    spec = transformer_spec(model, tokens)
     info = CTranslate2Info(
         head=repr(model.head),
         exact_searches=exact_searches(model),
@@ -291,11 +307,12 @@ def write_ctranslate2(
     )
     with staged_folder(out) as staging:
         _SpecWriter(spec).convert(str(staging), quantization=quantization)
-        shutil.copyfile(spm, staging / SENTENCEPIECE_MODEL)
+        shutil.copyfile(spm, staging / vocabulary_name)
         (staging / EXPORT_INFO).write_text(
             json.dumps(dataclasses.asdict(info), indent=2) + "\n", encoding="utf-8"
         )
-        (staging / "README.md").write_text(usage_readme(info), encoding="utf-8")
+        readme = usage_readme(info, symbols=vocabulary_name == SYMBOL_VOCABULARY)
+        (staging / "README.md").write_text(readme, encoding="utf-8")
     return info
 
 
@@ -309,8 +326,14 @@ class _SpecWriter(ctranslate2.converters.Converter):
         return self.spec
 
 
-def usage_readme(info: CTranslate2Info) -> str:
-    """The README of an export: what it is, and the Python that translates with it."""
+def usage_readme(info: CTranslate2Info, symbols: bool = False) -> str:
+    """The README of an export: what it is, and the Python that translates with it.
+
+    Args:
+        info: What the export holds.
+        symbols: Whether its vocabulary is a symbol vocabulary (`symbols.json`) rather than a
+            SentencePiece model.
+    """
     beam = (
         "Beam search (`beam_size=4`) and sampling are exact too: the model is a softmax model."
         if BEAM in info.exact_searches
@@ -329,12 +352,9 @@ Written by `tfscones export --format ctranslate2` ({info.quantization} weights, 
 from concurrent import futures
 
 import ctranslate2
-import sentencepiece
-
-tokenizer = sentencepiece.SentencePieceProcessor(model_file="{SENTENCEPIECE_MODEL}")
+{_tokenizer_lines(symbols)}
 with futures.ThreadPoolExecutor(max_workers=1) as loader:  # loads on a thread that then ends
     translator = loader.submit(ctranslate2.Translator, ".").result()
-sources = [tokenizer.encode(line, out_type=str) for line in ["Guten Morgen."]]
 results = translator.translate_batch(
     sources,
     beam_size=1,
@@ -342,7 +362,7 @@ results = translator.translate_batch(
     max_decoding_length={info.positions},
     min_decoding_length=0,
 )
-print([tokenizer.decode(result.hypotheses[0]) for result in results])
+print({_output_expression(symbols)})
 ```
 
 Run it in this folder, or give the folder's path to both. {beam}
@@ -356,6 +376,32 @@ positions, EOS included); `min_decoding_length=0` lets the model end at once, as
 tfscones. `tfscones.serving.ctranslate2_translator.CTranslate2Translator` decodes this folder
 exactly as the tfscones SavedModel does (its output-length limits, empty lines, refused searches).
 """
+
+
+def _tokenizer_lines(symbols: bool) -> str:
+    """The README's Python that makes `sources`: pieces, or a language tag and characters."""
+    if not symbols:
+        return f"""import sentencepiece
+
+tokenizer = sentencepiece.SentencePieceProcessor(model_file="{SENTENCEPIECE_MODEL}")
+sources = [tokenizer.encode(line, out_type=str) for line in ["Guten Morgen."]]"""
+    return f"""import json
+import unicodedata
+
+vocabulary = json.load(open("{SYMBOL_VOCABULARY}", encoding="utf-8"))
+normalization = vocabulary["normalization"]  # the word's characters after it, one token each
+words = [("fre", "abject")]  # (language, word); a language's tag is the token <language>
+sources = [
+    [f"<{{language}}>", *(word if normalization == "none" else
+                         unicodedata.normalize(normalization, word))]
+    for language, word in words
+]"""
+
+
+def _output_expression(symbols: bool) -> str:
+    if symbols:
+        return '[" ".join(result.hypotheses[0]) for result in results]'
+    return "[tokenizer.decode(result.hypotheses[0]) for result in results]"
 
 
 def export_ctranslate2(

@@ -39,11 +39,13 @@ import ctranslate2
 import numpy as np
 import sentencepiece
 
+from tfscones.data.symbol_vocab import SymbolTokenizer
 from tfscones.data.vocab_ids import EOS_ID
 from tfscones.ranges import AT_LEAST_ONE
 from tfscones.serving.ctranslate2_export import (
     BEAM,
     SENTENCEPIECE_MODEL,
+    SYMBOL_VOCABULARY,
     CTranslate2Info,
 )
 from tfscones.serving.module import RequestLimits
@@ -98,9 +100,7 @@ class CTranslate2Translator:
         vocabulary = Path(model_dir) / "shared_vocabulary.json"
         self.pieces = json.loads(vocabulary.read_text(encoding="utf-8"))
         self.piece_ids = {piece: i for i, piece in enumerate(self.pieces)}
-        self.sentencepiece = sentencepiece.SentencePieceProcessor(
-            model_file=str(Path(model_dir) / SENTENCEPIECE_MODEL)
-        )
+        self.codec = vocabulary_codec(Path(model_dir))
 
     def check_beam_size(self, beam_size: int) -> int:
         """`beam_size` if it is a search exact for this model.
@@ -199,7 +199,7 @@ class CTranslate2Translator:
     def source_pieces(self, sentence: str) -> list[int]:
         """A sentence's piece ids as the SavedModel makes them: text cut, pieces cut."""
         text = sentence[: self.limits.max_source_characters]
-        return self.sentencepiece.encode(text)[: self.limits.max_source_tokens - 1]
+        return self.codec.encode(text)[: self.limits.max_source_tokens - 1]
 
     def translate(self, sentences: list[str], beam_size: int = 1) -> list[Translation]:
         """Translates one batch of sentences.
@@ -224,7 +224,7 @@ class CTranslate2Translator:
         empty_score = 0.0 if BEAM in self.info.exact_searches else None
         translations = [Translation("", empty_score)] * len(sentences)
         for i, hypothesis in zip(texts, hypotheses, strict=True):
-            text = self.sentencepiece.decode(_without_end(hypothesis.ids))
+            text = self.codec.decode(_without_end(hypothesis.ids))
             translations[i] = Translation(text, hypothesis.score)
         return translations
 
@@ -251,6 +251,18 @@ def load_translator(
             inter_threads=1,
         )
         return loading.result()
+
+
+def vocabulary_codec(model_dir: Path) -> sentencepiece.SentencePieceProcessor | SymbolTokenizer:
+    """What turns an export's text into ids and back: its symbols or its SentencePiece model.
+
+    Both have `encode(text) -> ids` and `decode(ids) -> text`, as the SavedModel's tokenizer
+    computes them.
+    """
+    symbols = model_dir / SYMBOL_VOCABULARY
+    if symbols.is_file():
+        return SymbolTokenizer.from_file(symbols)
+    return sentencepiece.SentencePieceProcessor(model_file=str(model_dir / SENTENCEPIECE_MODEL))
 
 
 def _without_end(ids: list[int]) -> list[int]:

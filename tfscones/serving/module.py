@@ -9,7 +9,9 @@ SentencePiece runs inside the graph.
 Signatures (all take a batch; "string" is UTF-8 text; the first search's is the default):
 - one per search, `NAME(source: string [b])`: `translations` string, `scores` (the search's
   ranking score, with any length penalty), `log_scores` (the sum of the head's log scores) and
-  `source_truncated` bool `[b]` (every signature that takes text returns it); `[b]` for a
+  `source_truncated` bool `[b]` and `source_unknown` int32 `[b]` (every signature that takes
+  text returns both: `source_unknown` counts the source's symbols or pieces outside the
+  vocabulary, each read as the unknown symbol, never dropped); `[b]` for a
   search of one hypothesis a sentence, `[b, n]` (best first) for one of n. By default
   (`standard_searches`): `translate` (greedy), `translate_beam` (beam 4) and `nbest` (its 4
   best).
@@ -58,6 +60,7 @@ import tensorflow as tf
 
 from tfscones import ranges
 from tfscones.data.preprocessing import append_eos
+from tfscones.data.symbol_vocab import count_unknown
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding.common import OutputLimits
 from tfscones.decoding.registry import NBest
@@ -319,6 +322,7 @@ class TranslationModule(tf.Module):
                 "scores": output.scores,
                 "log_scores": output.log_scores,
                 "source_truncated": sources.truncated,
+                "source_unknown": sources.unknown,
             }
 
         return signature
@@ -365,7 +369,8 @@ class TranslationModule(tf.Module):
             `scores` float32 `[batch]`, `token_scores` float32 `[batch, T]` (0 after each
             target's end), `lengths` int32 `[batch]`, the target tokens scored, and
             `source_truncated` and `target_truncated` bool `[batch]`: a source is translated
-            from its beginning (as in `translate`), a cut target gets score NaN.
+            from its beginning (as in `translate`), a cut target gets score NaN; and
+            `source_unknown` int32 `[batch]`, as in the search signatures.
         """
         check = tf.debugging.assert_equal(
             tf.size(source),
@@ -381,6 +386,7 @@ class TranslationModule(tf.Module):
             "token_scores": forced.token_scores,
             "lengths": forced.lengths,
             "source_truncated": sources.truncated,
+            "source_unknown": sources.unknown,
             "target_truncated": targets.truncated,
         }
 
@@ -418,7 +424,7 @@ class TranslationModule(tf.Module):
         with tf.control_dependencies([self._check_batch_size(tf.size(source))]):
             tokenised = self._tokenised(source, self.limits.max_source_tokens)
         ids = tokenised.ids.to_tensor(default_value=PAD_ID)
-        return Sources(ids, tokenised.truncated)
+        return Sources(ids, tokenised.truncated, tokenised.unknown)
 
     def _tokenised(self, strings: tf.Tensor, max_tokens: int, target: bool = False) -> Sources:
         """Ragged ids (pieces then EOS, at most `max_tokens`) and whether a string was cut.
@@ -432,7 +438,7 @@ class TranslationModule(tf.Module):
         pieces = tokenize(text)
         tokens_cut = pieces.row_lengths() > max_tokens - 1
         ids = append_eos(pieces, max_tokens)
-        return Sources(ids, characters_cut | tokens_cut)
+        return Sources(ids, characters_cut | tokens_cut, count_unknown(pieces))
 
     def _texts(self, ids: tf.Tensor) -> tf.Tensor:
         """Detokenised ids `[batch, ..., length]`."""
@@ -446,10 +452,12 @@ class Sources(NamedTuple):
     Attributes:
         ids: int32 ids, pieces then EOS (dense `[batch, length]` or ragged).
         truncated: bool `[batch]`, whether a string was longer than the limits and cut.
+        unknown: int32 `[batch]`, how many of its symbols are outside the vocabulary.
     """
 
     ids: tf.Tensor | tf.RaggedTensor
     truncated: tf.Tensor
+    unknown: tf.Tensor
 
 
 def _clean_text(strings: tf.Tensor, limits: RequestLimits) -> tuple[tf.Tensor, tf.Tensor]:

@@ -16,6 +16,7 @@ import tensorflow as tf
 from tests.g2p_words import WORDS
 from tfscones import decoding
 from tfscones.commands import export as export_command
+from tfscones.commands import translate as translate_command
 from tfscones.data import translation_dataset
 from tfscones.data.symbol_vocab import SymbolTokenizer, tagged_source
 from tfscones.models import Seq2SeqTransformer
@@ -47,7 +48,7 @@ def g2p_run(tmp_path_factory):
     batches = translation_dataset(
         pairs, tokenizer, tokens_per_batch=512, max_length=30, shuffle_buffer_size=0
     )
-    model.fit(batches.repeat(), steps_per_epoch=150, epochs=1, verbose=0)
+    model.fit(batches.repeat(), steps_per_epoch=150, epochs=1, verbose=0, shuffle=False)
     model.save(folder / "model.keras")
     return folder, model, tokenizer
 
@@ -123,3 +124,22 @@ def test_the_ctranslate2_export_translates_every_script_as_the_savedmodel(g2p_ru
         [sys.executable, "-c", code], cwd=out, capture_output=True, text=True, check=True
     ).stdout
     assert eval(printed) == PHONES  # noqa: S307 -- the README's own print of a list
+
+
+@pytest.mark.slow  # 10 s after the fixture
+def test_translate_scores_tsv_files_by_wer_and_per_per_language(g2p_run, tmp_path, capsys):
+    folder, _, _ = g2p_run
+    files = []
+    for language in ("kor", "vie"):
+        word, phones = WORDS[language]
+        wrong = "x" if language == "vie" else phones  # one wrong word: WER 50, PER 100 for vie
+        path = tmp_path / f"{language}_test.tsv"
+        path.write_text(f"{word}\t{phones}\n{word}\t{wrong}\n", encoding="utf-8")
+        files += ["--tsv", str(path)]
+    translate_command.main(["--run", str(folder), *files])
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [WORDS["kor"][1]] * 2 + [WORDS["vie"][1]] * 2
+    vie_labels = len(WORDS["vie"][1].split())
+    assert "| kor | 2 | 0.00 | 0.00 |" in captured.err
+    assert f"| vie | 2 | 50.00 | {100 * vie_labels / (vie_labels + 1):.2f} |" in captured.err
+    assert "| mean of languages | 4 | 25.00 |" in captured.err

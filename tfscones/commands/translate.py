@@ -8,6 +8,8 @@
     tfscones translate --run runs/moe --search experts --nbest 1 < in.de
     tfscones translate --model model.keras --spm spm.model --input in.de --output out.en
     tfscones translate --run runs/a --run runs/b --search beam < in.de      # an ensemble
+    tfscones translate --run runs/g2p --language fre < words.txt           # G2P: words in
+    tfscones translate --run runs/g2p --tsv fre_test.tsv --tsv kor_test.tsv  # and WER, PER
 
 `--search` names a decoder of `tfscones.decoding.registry` (greedy by default), and every
 setting of every decoder is a flag (`--help` lists them); a flag the chosen decoder does not
@@ -21,6 +23,12 @@ head's log-scores (divided by the length penalty, if any). An empty input line g
 output line. A line longer than the model reads is translated from its first pieces, and said so
 on stderr (each such line, then their count); `--long-lines error` stops instead, before
 anything is translated.
+
+For a G2P run (a symbol vocabulary with language tags), a line is `LANGUAGE<TAB>word`, or a
+word of `--language`; `--tsv FILE` translates the words of pronunciation TSV files (the
+language from each file's name, `fre_test.tsv`, unless `--language` says it) and prints WER
+and PER per language and their mean on stderr. A symbol outside the vocabulary is read as the
+unknown symbol, and each line holding one is said on stderr, then their count.
 
 Several `--run` (or `--model`, with one `--spm`) translate with the ensemble of their models
 (`tfscones.decoding.Ensemble`), with any search: each token is scored by the log of the mean of
@@ -39,11 +47,13 @@ from pathlib import Path
 import tensorflow as tf
 
 from tfscones.commands.argument_types import non_negative_int, positive_int
+from tfscones.data.pronunciation_tsv import Pronunciations, read_pronunciation_files
 from tfscones.data.symbol_vocab import split_source, tagged_source
 from tfscones.data.text_lines import TextLineError, check_writable, read_lines, write_lines
 from tfscones.data.tokenizer import load_tokenizer
 from tfscones.decoding import Ensemble, Search, registry, translate, translate_nbest
 from tfscones.decoding.translate import cut_sources, unknown_sources
+from tfscones.evaluation.phone_errors import error_rates_by_language, macro_average
 from tfscones.models import load_model
 from tfscones.models.stepping import Decodable
 from tfscones.run_folder import RunFolder
@@ -75,6 +85,13 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
         "without it each line is LANGUAGE<TAB>word",
     )
     parser.add_argument("--input", type=Path, help="source sentences (default: stdin)")
+    parser.add_argument(
+        "--tsv",
+        type=Path,
+        action="append",
+        help="a pronunciation TSV (graphemes<TAB>phones, G2P) to translate in place of --input "
+        "and score by WER and PER; repeat it for several languages",
+    )
     parser.add_argument("--output", type=Path, help="translations (default: stdout)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument(
@@ -93,6 +110,8 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     if arguments.run is None and (arguments.model is None or arguments.spm is None):
         parser.error("give --run, or both --model and --spm")
     runs = [RunFolder(run) for run in arguments.run or []]
+    if arguments.tsv and arguments.input:
+        parser.error("give --input or --tsv, not both")
     arguments.model = arguments.model or [run.model for run in runs]
     arguments.spm = arguments.spm or runs[0].tokenizer
     vocabularies = [run.tokenizer for run in runs] if len(runs) > 1 else []
@@ -204,10 +223,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     arguments = parse_arguments(argv, prog)
     try:
         inputs = [arguments.input, *arguments.model, arguments.spm]
-        check_writable(arguments.output, inputs=inputs)
-        lines = read_lines(arguments.input)
+        check_writable(arguments.output, inputs=[*inputs, *(arguments.tsv or [])])
+        words = read_words(arguments.tsv, arguments.language) if arguments.tsv else None
+        lines = read_lines(arguments.input) if words is None else []
         tokenizer = load_tokenizer(arguments.spm)
-        sources = tagged_lines(lines, tokenizer, arguments.language)
+        if words is None:
+            sources = tagged_lines(lines, tokenizer, arguments.language)
+        else:
+            sources = words.sources() if tokenizer.languages else list(words.words)
         model = load_models(arguments.model)
         check_vocabulary_size(tokenizer, model, arguments.spm)
         arguments.search.hypotheses(model)
@@ -234,6 +257,31 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         print(
             f"translate: {len(cut)} of {len(sources)} lines were longer than the model reads "
             f"and were translated from their first {model.max_sequence_length - 1} pieces.",
+            file=sys.stderr,
+        )
+    if words is not None and not arguments.nbest:
+        print_error_rates(lines, words)
+
+
+def read_words(paths: list[Path], language: str | None) -> Pronunciations:
+    """The words of pronunciation TSV files, each of `language` or of its file name's.
+
+    Raises:
+        FileNotFoundError, ParallelTextError: For a missing file or a bad line (named).
+    """
+    languages = None if language is None else [language] * len(paths)
+    return read_pronunciation_files(paths, languages)
+
+
+def print_error_rates(hypotheses: list[str], words: Pronunciations) -> None:
+    """WER and PER of the hypotheses per language and averaged over them, on stderr."""
+    languages = ["" if language is None else language for language in words.languages]
+    by_language = error_rates_by_language(hypotheses, list(words.phones), languages)
+    rows = [*by_language.items(), ("mean of languages", macro_average(by_language))]
+    print("| language | words | WER | PER |\n|---|---|---|---|", file=sys.stderr)
+    for language, rates in rows:
+        print(
+            f"| {language or 'all'} | {rates.words:,} | {rates.wer:.2f} | {rates.per:.2f} |",
             file=sys.stderr,
         )
 

@@ -76,7 +76,8 @@ def language_of_file(path: str | os.PathLike) -> str:
     if not separator or not language:
         raise ParallelTextError(
             f"cannot tell the language of {path} from its name (the shared task's files are "
-            "named LANGUAGE_SPLIT.tsv); give the language in the config"
+            "named LANGUAGE_SPLIT.tsv); say its language (data.languages in a config, "
+            "--language to translate)"
         )
     return language
 

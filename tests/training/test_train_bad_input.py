@@ -149,3 +149,16 @@ def test_a_vocabulary_sentencepiece_cannot_build_is_refused_and_leaves_no_config
     assert not (run_dir / "config.yaml").exists()
     corrected = load_config(DEMO_CONFIG, overrides)
     check_run_folder(corrected, run_dir)  # the corrected rerun is not "another config"
+
+
+def test_a_run_folder_from_before_a_key_existed_resumes_with_its_default(tiny_overrides, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    config = load_config(DEMO_CONFIG, tiny_overrides)
+    older = config_to_dict(config)
+    del older["data"]["vocabulary"], older["training"]["selection_metric"]
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(older))
+    check_run_folder(config, run_dir)
+    changed = load_config(DEMO_CONFIG, tiny_overrides + ["training.selection_metric=chrf"])
+    with pytest.raises(RunFolderError, match="training.selection_metric: 'bleu' there, 'chrf'"):
+        check_run_folder(changed, run_dir)

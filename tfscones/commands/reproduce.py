@@ -1,8 +1,9 @@
-"""Reproduce a paper's results: `tfscones reproduce scones|entmax|moe --data DIR --out DIR`.
+"""Reproduce a paper's results: `tfscones reproduce scones|entmax|moe|g2p --data DIR --out DIR`.
 
 Trains every run of the paper's plan for its fixed number of steps with its seed, evaluates and
 analyses it, and skips whatever an earlier call finished (a killed run resumes from its
-backup); `tfscones reproduce demo` measures the demo's BLEU at fixed step budgets.
+backup); `tfscones reproduce demo` measures the demo's BLEU at fixed step budgets, and
+`tfscones reproduce g2p` is Peters & Martins 2021's Table 1 on SIGMORPHON 2020 G2P.
 `tfscones.reproduction.plans` lists the runs; `tfscones report OUT` writes the results page
 from the folder. `python -m training.reproduce` is the same command.
 """
@@ -32,7 +33,8 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     parser.add_argument(
         "--data",
         default=DEFAULT_DATA_DIR,
-        help=f"folder holding multi30k-en-de/ (default {DEFAULT_DATA_DIR})",
+        help=f"folder holding multi30k-en-de/ and sigmorphon2020-g2p/ (default "
+        f"{DEFAULT_DATA_DIR}); for g2p, the sigmorphon2020-g2p/ folder itself may be given",
     )
     parser.add_argument(
         "--out", type=Path, default=Path("reproduction"), help="the reproduction folder"

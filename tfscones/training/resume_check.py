@@ -72,7 +72,7 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
     differences = [
         f"{key}: {before!r} there, {after!r} now"
         for key, (before, after) in sorted(
-            config_differences(saved, config_to_dict(config)).items()
+            config_differences(with_defaults(saved), config_to_dict(config)).items()
         )
         if key not in RESUMABLE_KEYS
     ]
@@ -80,6 +80,21 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
         raise RunFolderError(
             f"{run_dir} holds a run of another config ({'; '.join(differences)}); " + start_afresh
         )
+
+
+def with_defaults(saved: dict | None) -> dict:
+    """A saved config with the keys it lacks set to their defaults.
+
+    A run folder written before a key existed (`data.vocabulary`, say) holds that key's
+    behaviour then, its default: the run resumes unless the config now sets another value.
+    """
+    merged = config_to_dict(ExperimentConfig())
+    for section, values in (saved or {}).items():
+        if isinstance(values, dict) and isinstance(merged.get(section), dict):
+            merged[section] = {**merged[section], **values}
+        else:
+            merged[section] = values
+    return merged
 
 
 def _holds_a_file(path: Path) -> bool:

@@ -40,12 +40,15 @@ def test_a_run_is_named_by_its_config_and_seed_and_trains_there(tmp_path):
     assert config.data.dev_target == "../shared/data/multi30k-en-de/val.de"
 
 
+CORPUS_STEPS = {"multi30k": MULTI30K_STEPS, "g2p": 6400}  # the shipped configs' budgets
+
+
 def test_every_run_is_bounded_by_its_steps_not_minutes(tmp_path):
     for plan in PLANS.values():
         for run in plan.fixed_runs:
             config = load_config(run.config, run.config_overrides("data", tmp_path))
             assert config.training.max_minutes is None, run.name
-            assert config.training.steps == (run.steps or MULTI30K_STEPS), run.name
+            assert config.training.steps == (run.steps or CORPUS_STEPS[run.corpus]), run.name
 
 
 def test_the_tanh_run_waits_for_every_alpha_then_takes_the_best_on_dev(tmp_path):

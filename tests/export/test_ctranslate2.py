@@ -272,7 +272,7 @@ def test_hard_moe_and_foreign_vocabularies_are_refused(run_dir, tmp_path):
     with pytest.raises(ExportError, match="mixture of experts does not convert"):
         write_ctranslate2(experts, run_dir / "spm.model", tmp_path / "experts")
     with pytest.raises(
-        ExportError, match=f"{VOCABULARY_SIZE} pieces, the model a vocabulary of 50"
+        ExportError, match=f"{VOCABULARY_SIZE} entries, the model a vocabulary of 50"
     ):
         write_ctranslate2(tiny_model(50), run_dir / "spm.model", tmp_path / "foreign")
     assert not list(tmp_path.iterdir())

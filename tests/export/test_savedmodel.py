@@ -315,7 +315,7 @@ def export_fails(arguments: list[str], message: str) -> None:
         (["--checkpoint", "{tmp}/garbage", "--spm", "{run}/spm.model"], "cannot load the model"),
         (
             ["--checkpoint", "{run}/model.keras", "--spm", "{tmp}/garbage"],
-            "cannot load the Sentence",
+            "cannot load the vocabulary",
         ),
         (["--run", "{run}", "--nbest", "5"], r"nbest must be a whole number in \[1, 4\] \(got 5\)"),
         (

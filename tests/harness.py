@@ -18,6 +18,7 @@ presets is made once:
   `tfscones.models.stepping.StepModel` without a network), whose logits come from tables, so
   that a search's optimum is known; the tables themselves live beside those tests in
   `tests/decoding/`.
+- `CopyModel`: a fake model that copies its source (the decoders' and `translate`'s tests).
 - `restricted`, `RowCounting`: a real model's stepper that declares fewer capabilities (so a
   decoder takes its general path), or that records the rows of each step.
 """
@@ -30,7 +31,7 @@ import tensorflow as tf
 
 from tfscones import heads
 from tfscones.data.preprocessing import padding_mask
-from tfscones.data.vocab_ids import EOS_ID
+from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.models import Seq2SeqTransformer, load_model
 from tfscones.models.stepping import (
     EVERY_CAPABILITY,
@@ -250,3 +251,26 @@ class RowCounting(TransformerStepper):
     def decode_step(self, token_ids, *args, **kwargs):
         self.rows.append(int(tf.size(token_ids)))
         return super().decode_step(token_ids, *args, **kwargs)
+
+
+class CopyModel(FakeStepModel):
+    """A fake model that copies its source, EOS included: position t's logits peak at source[t].
+
+    It reads the source from the cross-attention cache, so the copy only works if the decoder
+    passes the cache on to every step. `peak` is the copied token's logit (0: no preference).
+    """
+
+    def __init__(self, vocabulary_size, max_sequence_length, peak=10.0):
+        super().__init__(tf.zeros([0]), heads.SoftmaxHead(), max_sequence_length)
+        self.vocabulary_size = vocabulary_size
+        self.peak = peak
+
+    def encode(self, source_ids):
+        return tf.one_hot(source_ids, self.vocabulary_size), tf.not_equal(source_ids, PAD_ID)
+
+    def cross_attention_cache(self, encoder_outputs):
+        return encoder_outputs
+
+    def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
+        last = tf.shape(cross_attention_cache)[1] - 1
+        return self.peak * cross_attention_cache[:, tf.minimum(index, last)], cache

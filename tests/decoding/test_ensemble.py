@@ -206,25 +206,6 @@ def test_every_decoder_scores_its_hypotheses_under_the_ensemble(real_models, met
     )
 
 
-class CopyModel(harness.FakeStepModel):
-    """A fake model that copies its source: position t's logits peak at source token t."""
-
-    def __init__(self, vocabulary_size, max_sequence_length, peak):
-        super().__init__(tf.zeros([0]), heads.SoftmaxHead(), max_sequence_length)
-        self.vocabulary_size = vocabulary_size
-        self.peak = peak
-
-    def encode(self, source_ids):
-        return tf.one_hot(source_ids, self.vocabulary_size), tf.not_equal(source_ids, PAD_ID)
-
-    def cross_attention_cache(self, encoder_outputs):
-        return encoder_outputs
-
-    def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
-        last = tf.shape(cross_attention_cache)[1] - 1
-        return self.peak * cross_attention_cache[:, tf.minimum(index, last)], cache
-
-
 @pytest.fixture(scope="module")
 def spm_file(tmp_path_factory):
     rng = random.Random(0)
@@ -243,7 +224,9 @@ def test_translate_takes_an_ensemble(spm_file):
     # A copying model and one that knows nothing (every logit 0): the mean still copies.
     tokenizer = Tokenizer.from_file(spm_file)
     size = tokenizer.vocab_size
-    ensemble = Ensemble([CopyModel(size, 32, peak=10.0), CopyModel(size, 24, peak=0.0)])
+    ensemble = Ensemble(
+        [harness.CopyModel(size, 32, peak=10.0), harness.CopyModel(size, 24, peak=0.0)]
+    )
     assert translate(ensemble, tokenizer, SENTENCES, batch_size=2) == SENTENCES
     beam = Search("beam", beam_size=2)
     assert translate(ensemble, tokenizer, SENTENCES, search=beam) == SENTENCES

@@ -5,9 +5,8 @@ import pytest
 import tensorflow as tf
 
 from tests import harness
-from tfscones import heads
 from tfscones.data import Tokenizer, train_sentencepiece
-from tfscones.data.vocab_ids import EOS_ID, PAD_ID
+from tfscones.data.vocab_ids import EOS_ID
 from tfscones.decoding import (
     OutputLimits,
     Search,
@@ -23,28 +22,6 @@ WORDS = (
     "sees finds likes eats drinks water bread milk apple morning evening night today tomorrow "
     "and but with without because when where who what why how Anna Tom Berlin London"
 ).split()
-
-
-class CopyModel(harness.FakeStepModel):
-    """A fake model that copies its source, EOS included: position t's logits peak at source[t].
-
-    It reads the source from the cross-attention cache, so the copy only works if the decoder
-    passes the cache on to every step.
-    """
-
-    def __init__(self, vocabulary_size, max_sequence_length):
-        super().__init__(tf.zeros([0]), heads.SoftmaxHead(), max_sequence_length)
-        self.vocabulary_size = vocabulary_size
-
-    def encode(self, source_ids):
-        return tf.one_hot(source_ids, self.vocabulary_size), tf.not_equal(source_ids, PAD_ID)
-
-    def cross_attention_cache(self, encoder_outputs):
-        return encoder_outputs
-
-    def step_logits(self, token_ids, index, encoder_outputs, cross_attention_cache, cache):
-        last = tf.shape(cross_attention_cache)[1] - 1
-        return 10.0 * cross_attention_cache[:, tf.minimum(index, last)], cache
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +47,7 @@ SENTENCES = [
 
 
 def test_translate_with_a_copy_model_returns_each_source_in_order(tokenizer):
-    model = CopyModel(tokenizer.vocab_size, max_sequence_length=64)
+    model = harness.CopyModel(tokenizer.vocab_size, max_sequence_length=64)
     # Batches of 2 over sentences sorted by length: every batch mixes input positions.
     assert translate(model, tokenizer, SENTENCES, batch_size=2) == SENTENCES
     assert translate(model, tokenizer, tf.constant(SENTENCES), batch_size=4) == SENTENCES
@@ -87,7 +64,7 @@ def test_long_sources_are_truncated_and_keep_their_eos(tokenizer):
     assert ids[1].numpy().tolist() == tokenizer.tokenize(tf.constant("a cat")).numpy().tolist() + [
         EOS_ID
     ]
-    model = CopyModel(tokenizer.vocab_size, max_sequence_length=12)
+    model = harness.CopyModel(tokenizer.vocab_size, max_sequence_length=12)
     (translation,) = translate(model, tokenizer, [long_sentence])
     assert translation == tokenizer.detokenize(pieces[:11]).numpy().decode()
 
@@ -111,7 +88,7 @@ def test_translate_with_a_tiny_transformer(tokenizer):
 
 
 def test_translate_rejects_bad_arguments(tokenizer):
-    model = CopyModel(tokenizer.vocab_size, max_sequence_length=8)
+    model = harness.CopyModel(tokenizer.vocab_size, max_sequence_length=8)
     with pytest.raises(ValueError, match="batch_size"):
         translate(model, tokenizer, ["a"], batch_size=0)
     with pytest.raises(ValueError, match="one-dimensional"):
@@ -135,7 +112,7 @@ def test_translate_rejects_bad_arguments(tokenizer):
     ],
 )
 def test_every_search_translates_with_a_copy_model(tokenizer, search):
-    model = CopyModel(tokenizer.vocab_size, max_sequence_length=64)
+    model = harness.CopyModel(tokenizer.vocab_size, max_sequence_length=64)
     assert translate(model, tokenizer, SENTENCES, batch_size=2, search=search) == SENTENCES
     nbest = translate_nbest(model, tokenizer, SENTENCES, batch_size=4, search=search)
     assert [hypotheses[0][0] for hypotheses in nbest] == SENTENCES
@@ -175,7 +152,7 @@ def test_search_rejects_bad_settings():
 
 
 def test_a_search_refuses_a_model_it_cannot_decode_before_decoding(tokenizer):
-    model = CopyModel(tokenizer.vocab_size, max_sequence_length=8)
+    model = harness.CopyModel(tokenizer.vocab_size, max_sequence_length=8)
     with pytest.raises(ValueError, match="the experts search needs a model with latent experts"):
         Search("experts").decode(model, tf.constant([[5, EOS_ID]]))
 

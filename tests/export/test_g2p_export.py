@@ -13,13 +13,13 @@ import keras
 import pytest
 import tensorflow as tf
 
+from tests import harness
 from tests.g2p_words import WORDS
 from tfscones import decoding
 from tfscones.commands import export as export_command
 from tfscones.commands import translate as translate_command
 from tfscones.data import translation_dataset
 from tfscones.data.symbol_vocab import SymbolTokenizer, tagged_source
-from tfscones.models import Seq2SeqTransformer
 
 SOURCES = [tagged_source(word, language) for language, (word, _) in WORDS.items()]
 PHONES = [phones for _, phones in WORDS.values()]
@@ -32,15 +32,13 @@ def g2p_run(tmp_path_factory):
     tokenizer = SymbolTokenizer.build(SOURCES, PHONES, sorted(WORDS), normalization="NFD")
     tokenizer.save(folder / "symbols.json")
     keras.utils.set_random_seed(5)
-    model = Seq2SeqTransformer.from_preset(
-        "tiny",
-        vocabulary_size=tokenizer.vocab_size,
-        head="softmax",
+    model = harness.small_model(
+        tokenizer.vocab_size,
         num_encoder_layers=1,
         num_decoder_layers=1,
         hidden_dim=64,
+        num_heads=4,
         intermediate_dim=128,
-        dropout=0.0,
         max_sequence_length=32,
     )
     model.compile(optimizer=keras.optimizers.Adam(0.01), loss=model.head.loss())

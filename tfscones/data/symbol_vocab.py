@@ -35,6 +35,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfscones.data.preprocessing import append_eos, padding_mask
+from tfscones.data.text_lines import write_text_aside
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 SPECIAL_SYMBOLS = ("<pad>", "</s>", "<unk>", "<s>")
@@ -178,9 +179,7 @@ class SymbolTokenizer(tf.Module):
             "languages": list(self.languages),
             "symbols": list(self.symbols),
         }
-        partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
-        partial.write_text(json.dumps(content, ensure_ascii=False, indent=1) + "\n", "utf-8")
-        partial.replace(path)
+        write_text_aside(path, json.dumps(content, ensure_ascii=False, indent=1) + "\n")
 
     @property
     def vocab_size(self) -> int:

@@ -102,6 +102,14 @@ def write_lines(path: str | Path | None, lines: Iterable[str]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    write_text_aside(path, text)
+
+
+def write_text_aside(path: str | Path, text: str) -> None:
+    """Writes UTF-8 `text` to `.NAME.partial-PID` beside `path`, then renames it into place.
+
+    A crash or a full disk leaves `path` as it was, never half-written, and no partial file.
+    """
     path = Path(path)
     partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
     try:

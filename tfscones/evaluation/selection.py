@@ -26,11 +26,15 @@ class SelectionMetric:
 
     Attributes:
         name: The figure that chooses (`bleu`, `chrf`, `per`, `wer`).
+        label: How a reader calls it (`BLEU`, `PER`).
+        decimals: The decimals it is shown with.
         higher_is_better: Whether a larger figure is a better model.
         compute: `compute(hypotheses, references, languages)`: every figure of the family.
     """
 
     name: str
+    label: str
+    decimals: int
     higher_is_better: bool
     compute: Callable[..., dict[str, float]]
     report: Callable[..., dict]
@@ -61,6 +65,10 @@ class SelectionMetric:
         BLEU and chrF with sacrebleu's signature; or macro WER and PER with each language's.
         """
         return self.report(hypotheses, references, languages)
+
+    def shown(self, score: float) -> str:
+        """`score` with the metric's label and decimals: `dev PER 3.81` reads `PER 3.81`."""
+        return f"{self.label} {score:.{self.decimals}f}"
 
     @property
     def worst(self) -> float:
@@ -122,10 +130,10 @@ def _error_rate_report(hypotheses, references, languages) -> dict:
 
 
 METRICS = {
-    "bleu": SelectionMetric("bleu", True, _bleu, _translation_report),
-    "chrf": SelectionMetric("chrf", True, _chrf, _translation_report),
-    "per": SelectionMetric("per", False, _error_rates, _error_rate_report),
-    "wer": SelectionMetric("wer", False, _error_rates, _error_rate_report),
+    "bleu": SelectionMetric("bleu", "BLEU", 1, True, _bleu, _translation_report),
+    "chrf": SelectionMetric("chrf", "chrF", 1, True, _chrf, _translation_report),
+    "per": SelectionMetric("per", "PER", 2, False, _error_rates, _error_rate_report),
+    "wer": SelectionMetric("wer", "WER", 2, False, _error_rates, _error_rate_report),
 }
 
 

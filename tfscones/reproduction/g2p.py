@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from tfscones import decoding
+from tfscones.data.text_lines import write_text_aside
 from tfscones.data.tokenizer import load_tokenizer
 from tfscones.decoding import Ensemble, Search
 from tfscones.evaluation.selection import METRICS
@@ -171,6 +171,4 @@ def evaluate_ensembles(out_dir: Path, config_of) -> list[str]:
 
 def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
+    write_text_aside(path, text)

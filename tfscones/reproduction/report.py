@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tfscones.evaluation import analysis_report
 from tfscones.evaluation.analysis_report import number, percent
+from tfscones.evaluation.selection import selection_metric
 from tfscones.reproduction.g2p_report import g2p_section
 from tfscones.reproduction.plans import (
     DEMO,
@@ -63,7 +64,6 @@ from tfscones.reproduction.verdicts import (
     bleu_verdict,
     rate_verdict,
 )
-from tfscones.training.callbacks import FIGURES
 
 
 def write_report(results_dir: str | Path, out: str | Path, command_dir: str | None = None) -> str:
@@ -176,7 +176,7 @@ def _run_row(record: RunRecord) -> str:
 def _dev_score(results: dict) -> str:
     """The best dev score with its metric: `38.3` (BLEU, as ever) or `PER 2.91`."""
     name, score = dev_score(results)
-    return f"{score:.1f}" if name == "bleu" else f"{FIGURES[name][0]} {score:.2f}"
+    return f"{score:.1f}" if name == "bleu" else selection_metric(name).shown(score)
 
 
 def _minutes(seconds: float) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tfscones import decoding
+from tfscones.data.text_lines import write_text_aside
 from tfscones.decoding import DEFAULT_STATE_BUDGET, Search
 from tfscones.evaluation import diversity, metrics
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES, analyze_model
@@ -364,6 +365,4 @@ def expert_statistics(model, tokenizer, sources, references, translations) -> di
 
 def _write_json(path: Path, value: dict) -> None:
     """Writes through a temporary file, so a killed step never leaves half a file."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
-    partial.replace(path)
+    write_text_aside(path, json.dumps(value, indent=1) + "\n")

@@ -27,9 +27,6 @@ from tfscones.training.averaging import moving_average_weights
 
 logger = logging.getLogger(__name__)
 
-FIGURES = {"bleu": ("BLEU", 1), "chrf": ("chrF", 1), "wer": ("WER", 2), "per": ("PER", 2)}
-"""How the progress line shows each dev figure: its label and decimals."""
-
 
 def random_states(model: keras.Model) -> list[keras.Variable]:
     """The states of the model's random generators (its dropout layers'), in a fixed order.
@@ -415,8 +412,7 @@ class ProgressLine(keras.callbacks.Callback):
             fields.append(f"loss {float(self.loss):.3f}")
         fields.append(f"lr {float(self.model.optimizer.learning_rate):.2e}")
         if self.dev_score is not None:
-            label, decimals = FIGURES[self.metric_name]
-            fields.append(f"dev {label} {self.dev_score:.{decimals}f}")
+            fields.append(f"dev {METRICS[self.metric_name].shown(self.dev_score)}")
         left = self._seconds_left(step)
         if left is not None:
             fields.append(f"{int(left // 60)}:{int(left % 60):02d} left")

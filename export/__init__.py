@@ -1,8 +1,5 @@
 """The export program (`python -m export.savedmodel`), the TF Serving config and the client.
 
-Every program here imports TensorFlow without its native start-up log lines.
+The export programs import TensorFlow without its native start-up log lines; the serving client
+(`python -m export.serving.client`) imports no TensorFlow at all for REST.
 """
-
-from tfscones.native_logs import import_tensorflow_quietly
-
-import_tensorflow_quietly()

@@ -11,8 +11,12 @@ arguments.
 
 import sys
 
-import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
-from tensorflow.python.tools import saved_model_cli
+from tfscones.native_logs import import_tensorflow_quietly
+
+import_tensorflow_quietly()
+
+import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
+from tensorflow.python.tools import saved_model_cli  # noqa: E402
 
 if __name__ == "__main__":
     sys.argv[0] = "saved_model_cli"

@@ -76,9 +76,14 @@ class Range:
     def __str__(self) -> str:
         low = "(" if self.low_open or self.low is None else "["
         high = ")" if self.high_open or self.high is None else "]"
-        lower = "-inf" if self.low is None else f"{self.low:g}"
-        upper = "inf" if self.high is None else f"{self.high:g}"
+        lower = "-inf" if self.low is None else _bound(self.low)
+        upper = "inf" if self.high is None else _bound(self.high)
         return f"{low}{lower}, {upper}{high}"
+
+
+def _bound(value: float) -> str:
+    """A bound as a reader takes it: an int in full (`2147483647`), a float short (`1e-30`)."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 POSITIVE = Range(0, low_open=True)
@@ -97,3 +102,38 @@ ENTMAX_ALPHA = Range(1, low_open=True)
 """α of entmax: 2 is sparsemax, 1.5 entmax-1.5; α → 1 is softmax (Peters & Martins 2021)."""
 BISECTION_STEPS = Range(1, 1000, integer=True)
 """Bisection steps of entmax for α ∉ {1.5, 2}: 30 reach float32's resolution."""
+
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+
+SEARCH_COUNT = Range(1, _INT32_MAX, integer=True)
+"""Beams, groups, samples or hypotheses per sentence: each becomes a dimension of a tensor,
+which TensorFlow's shapes and `tf.math.top_k` count in int32. (Memory runs out far sooner on a
+real model; this bound is what no model can decode.)"""
+TOP_K = Range(0, _INT32_MAX, integer=True)
+"""k of top-k sampling, 0 for every token: the `k` of `tf.math.top_k`, an int32; a k above the
+vocabulary keeps all of it."""
+NUCLEUS_MASS = Range(0, 1, low_open=True)
+"""p of nucleus (top-p) sampling, the probability mass kept: 1 keeps every token, and a nucleus
+of mass 0 would hold none."""
+TEMPERATURE = Range(1e-30, 1e30)
+"""T of sampling, which draws from `exp(log_scores / T)` with float32 scores. From 1e-30, T is a
+normal float32 number (below 1.2e-38 it rounds to 0, or to a subnormal that TensorFlow's kernels
+flush to 0, and the best token's `0 / T` is NaN: every sample empty), and a log-score gap of up
+to 3e8, more than any head gives, stays finite once divided. Long before 1e-30 every draw is the
+best token: sampling is then greedy search. Up to 1e30, T stays finite in float32 (at inf a
+pruned token's `-inf / T` is NaN) and every unpruned token is already equally likely."""
+SAMPLING_SEED = Range(0, _INT64_MAX, integer=True)
+"""The seed of sampling: `sample_decode` draws from an int64 `[2]` stateless seed, and a SavedModel
+holds its sampling signature's seed as an int64 constant. Non-negative, as numpy's seeds are: a
+seed names a stream of draws, and one sign is enough."""
+LENGTH_PENALTY = Range(0, 5)
+"""α of the GNMT length penalty `((5 + length) / 6) ** α` (Wu et al. 2016, eq. 14, who tune α in
+[0, 1]; 0 turns it off). Up to 5 the penalty stays finite in float32 for outputs of up to 3e8
+tokens, longer than any decoder's cache; at larger α it overflows to inf for long outputs,
+whose scores all become -0 and rank by chance."""
+DIVERSITY_STRENGTH = Range(0, 1000)
+"""λ of diverse beam search, in nats per earlier beam that chose the same token (Vijayakumar
+et al. 2018, eq. 4; they use values near 0.5). At 104 a repeat's factor e^-λ is already below
+float32's smallest number, so λ up to 1000 holds every penalty that changes a choice, while
+λ times the beams stays far from float32's overflow (λ = inf makes every candidate NaN)."""

@@ -10,21 +10,34 @@ One sentence a line in. Out, one line per input line, in order: the translation 
 `index ||| translation ||| score`, best first. Lines are sent `--batch-size` at a time, which must
 not exceed the export's `max_batch_size`.
 
-REST needs only the standard library. gRPC needs the `serving` extra (tensorflow-serving-api),
-imported only when `--grpc` is used.
+REST needs only the standard library and two pure-Python modules of tfscones: `tfscones.ranges`
+and `tfscones.commands.argument_types`, whose ranges check the flags as every tfscones command's
+are checked (a test loads this module and sees no TensorFlow imported). gRPC needs the `serving`
+extra (tensorflow-serving-api), imported only when `--grpc` is used.
+
+`--timeout` bounds each request as a whole, connection and reply together, not each read: a
+server that sends a byte a second is cut off at the deadline. A reply that is not JSON, lacks an
+output the signature's lines are made of, or holds other than one row per line of the request is
+an error naming the request's lines.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import http.client
 import json
+import socket
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from tfscones.commands.argument_types import in_range
+from tfscones.ranges import AT_LEAST_ONE, Range
 
 DEFAULT_REST = "http://localhost:8501"
 DEFAULT_MODEL = "tfscones"
@@ -34,7 +47,17 @@ SIGNATURE_INPUTS = {
     "nbest": ("source",),
     "score": ("source", "target"),
 }
+SIGNATURE_OUTPUTS = {
+    "translate": ("translations",),
+    "translate_beam": ("translations",),
+    "nbest": ("translations", "scores"),
+    "score": ("scores",),
+}
+"""The outputs each signature's result lines are made of."""
 MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024
+TIMEOUT = Range(0, 24 * 60 * 60, low_open=True)
+"""Seconds a request may take: more than zero, at most a day."""
+REPLY_START_CHARACTERS = 80
 
 Columns = dict[str, list[Any]]
 Predict = Callable[[str, Columns], Columns]
@@ -82,11 +105,18 @@ def rest_predictor(
         url: The server's REST address, `http://HOST:PORT`.
         model: The model's name on the server.
         version: A model version; None for the latest.
-        timeout: Seconds to wait for each response.
+        timeout: Seconds a request may take, from connecting to the reply's last byte
+            (`TIMEOUT`).
 
     Returns:
-        The function. It raises `ServingError` with the server's message on an HTTP error.
+        The function. It raises `ServingError` naming the endpoint on an HTTP error (with the
+        server's message), no complete reply within `timeout`, or a reply that is not a JSON
+        object of named outputs.
+
+    Raises:
+        ValueError: If `timeout` is not in `TIMEOUT`.
     """
+    timeout = TIMEOUT.check("timeout", timeout)
     endpoint = url.rstrip("/") + model_path(model, version) + ":predict"
 
     def predict(signature: str, inputs: Columns) -> Columns:
@@ -100,20 +130,128 @@ def rest_predictor(
             headers={"Content-Type": "application/json"},
             method="POST",
         )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                reply = json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as error:
-            raise ServingError(f"{endpoint}: HTTP {error.code}: {_error_text(error)}") from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise ServingError(f"{endpoint}: no answer from the server ({reason})") from None
-        outputs = reply.get("outputs")
+        reply = _json_reply(endpoint, _post(endpoint, request, timeout))
+        outputs = reply.get("outputs") if isinstance(reply, dict) else None
         if not isinstance(outputs, dict):
             raise ServingError(f"{endpoint}: expected named outputs, got {reply!r:.200}")
         return {name: from_json(value) for name, value in outputs.items()}
 
     return predict
+
+
+def _post(endpoint: str, request: urllib.request.Request, timeout: float) -> bytes:
+    """The body of the reply to `request`, read in full within `timeout` seconds.
+
+    Raises:
+        ServingError: On an HTTP error, no answer, or no complete answer in time.
+    """
+    with Deadline(timeout) as deadline:
+        opener = urllib.request.build_opener(
+            _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline)
+        )
+        try:
+            with opener.open(request, timeout=timeout) as response:
+                data = response.read()
+        except urllib.error.HTTPError as error:
+            if not deadline.expired.is_set():
+                raise ServingError(f"{endpoint}: HTTP {error.code}: {_error_text(error)}") from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+            if not deadline.expired.is_set():
+                reason = getattr(error, "reason", error)
+                raise ServingError(f"{endpoint}: no answer from the server ({reason})") from None
+    if deadline.expired.is_set():
+        raise ServingError(f"{endpoint}: no complete answer within the timeout of {timeout:g} s")
+    return data
+
+
+def _json_reply(endpoint: str, data: bytes) -> Any:
+    """The reply decoded from JSON.
+
+    Raises:
+        ServingError: If it is not JSON, naming the endpoint and showing how the reply starts.
+    """
+    text = data.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        start = text[:REPLY_START_CHARACTERS]
+        raise ServingError(
+            f"{endpoint}: the reply is not JSON ({error}); it starts {start!r}"
+        ) from None
+
+
+class Deadline:
+    """Shuts the sockets a request opened once `seconds` have passed since it was entered.
+
+    A socket's timeout bounds each read, so a server that sends a byte a second would hold a
+    request forever; shutting the socket ends the read that waits, whatever it is reading.
+    `expired` tells the reader that it was cut off, not answered.
+    """
+
+    def __init__(self, seconds: float):
+        self.expired = threading.Event()
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._timer.cancel()
+
+    def watch(self, connection: socket.socket) -> None:
+        """Shuts `connection` at the deadline (now, if it has passed)."""
+        with self._lock:
+            self._sockets.append(connection)
+            expired = self.expired.is_set()
+        if expired:
+            _shut(connection)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired.set()
+            sockets = list(self._sockets)
+        for connection in sockets:
+            _shut(connection)
+
+
+def _shut(connection: socket.socket) -> None:
+    try:
+        connection.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed
+        pass
+
+
+def _watched(connection_class: type, deadline: Deadline) -> type:
+    """`connection_class` (an `http.client` connection) whose socket `deadline` watches."""
+
+    class WatchedConnection(connection_class):
+        def connect(self):
+            super().connect()
+            deadline.watch(self.sock)
+
+    return WatchedConnection
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: Deadline):
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, request):
+        return self.do_open(_watched(http.client.HTTPConnection, self.deadline), request)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: Deadline):
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, request):
+        return self.do_open(_watched(http.client.HTTPSConnection, self.deadline), request)
 
 
 def _error_text(error: urllib.error.HTTPError) -> str:
@@ -143,8 +281,10 @@ def grpc_predictor(
         The function. It raises `ServingError` with the server's message on a gRPC error.
 
     Raises:
+        ValueError: If `timeout` is not in `TIMEOUT`.
         ImportError: If tensorflow-serving-api is not installed (`pip install .[serving]`).
     """
+    timeout = TIMEOUT.check("timeout", timeout)
     try:
         import grpc
         import tensorflow as tf
@@ -203,20 +343,59 @@ def run_signature(
         Each output's rows, in input order.
 
     Raises:
-        ValueError: If `batch_size` is not positive or the inputs differ in length.
-        ServingError: If the server fails a request.
+        ValueError: If `batch_size` is not a whole number >= 1 or the inputs differ in length.
+        ServingError: If the server fails a request, or answers it without the signature's
+            outputs (`SIGNATURE_OUTPUTS`) or with other than one row per line; the message
+            names the request's lines.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}.")
+    AT_LEAST_ONE.check("batch_size", batch_size)
     if len({len(values) for values in inputs.values()}) > 1:
         raise ValueError("every input needs the same number of lines.")
     outputs: Columns = {}
     if not any(inputs.values()):
         return outputs
+    start = 0
     for batch in batches(inputs, batch_size):
-        for name, values in predict(signature, batch).items():
+        rows = len(next(iter(batch.values())))
+        lines = _lines(start, rows)
+        try:
+            answer = predict(signature, batch)
+        except ServingError as error:
+            raise ServingError(f"{error} ({lines})") from None
+        check_answer(signature, answer, rows, lines)
+        for name, values in answer.items():
             outputs.setdefault(name, []).extend(values)
+        start += rows
     return outputs
+
+
+def check_answer(signature: str, answer: Columns, rows: int, lines: str) -> None:
+    """Refuses an answer without the signature's outputs, or with other than `rows` rows.
+
+    Args:
+        signature: The signature's name.
+        answer: The outputs of one request.
+        rows: The request's lines.
+        lines: The request's lines in words (`lines 1-32`), for the error.
+
+    Raises:
+        ServingError: Naming the signature, the lines and what is wrong.
+    """
+    problem = f"{signature} of {lines}: the server answered"
+    for name in SIGNATURE_OUTPUTS.get(signature, ()):
+        if name not in answer:
+            raise ServingError(f"{problem} no output {name} (got {sorted(answer)})")
+    for name, values in answer.items():
+        if not isinstance(values, list):
+            raise ServingError(f"{problem} {name} that are not a list of rows: {values!r:.80}")
+        if len(values) != rows:
+            row_count = f"{len(values)} row" + ("" if len(values) == 1 else "s")
+            raise ServingError(f"{problem} {row_count} of {name} for {rows} lines")
+
+
+def _lines(start: int, count: int) -> str:
+    """Lines `start + 1` to `start + count` (numbered from 1) in words."""
+    return f"line {start + 1}" if count == 1 else f"lines {start + 1}-{start + count}"
 
 
 def as_text(value: bytes | str) -> str:
@@ -254,7 +433,8 @@ def read_lines(path: Path | None) -> list[bytes]:
     """The lines of a file (stdin for None) as bytes.
 
     Lines end at newlines only and carriage returns are dropped, as `tfscones.data.text_lines`
-    defines them; the client imports nothing from tfscones, so that it runs without TensorFlow.
+    defines them; the client imports no module of tfscones that needs TensorFlow, so it reads them
+    itself.
     """
     lines = (path.read_bytes() if path else sys.stdin.buffer.read()).replace(b"\r", b"")
     lines = lines.split(b"\n")
@@ -272,18 +452,19 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     server.add_argument("--rest", default=DEFAULT_REST, help=f"REST address ({DEFAULT_REST})")
     server.add_argument("--grpc", help="gRPC address HOST:PORT (instead of REST)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="model name on the server")
-    parser.add_argument("--version", type=int, help="model version (default: the latest)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
+    parser.add_argument(
+        "--version", type=in_range(AT_LEAST_ONE), help="model version (default: the latest)"
+    )
+    parser.add_argument("--batch-size", type=in_range(AT_LEAST_ONE), default=32)
+    parser.add_argument(
+        "--timeout",
+        type=in_range(TIMEOUT),
+        default=300.0,
+        help="seconds a request may take, its whole reply read (at most a day)",
+    )
     arguments = parser.parse_args(argv)
     if (arguments.signature == "score") != (arguments.target is not None):
         parser.error("--target is needed by, and only by, --signature score")
-    if arguments.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1 (got {arguments.batch_size})")
-    if arguments.version is not None and arguments.version < 1:
-        parser.error(f"--version must be at least 1 (got {arguments.version})")
-    if not arguments.timeout > 0:
-        parser.error(f"--timeout must be a positive number of seconds (got {arguments.timeout})")
     return arguments
 
 

@@ -14,6 +14,7 @@ from tfscones.data.text_lines import (
     split_lines,
     write_lines,
 )
+from tfscones.written_aside import DiskFull
 
 
 def test_lines_end_at_newlines_only():
@@ -59,7 +60,7 @@ def test_a_write_that_fails_midway_leaves_the_file_as_it_was(tmp_path, monkeypat
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(Path, "write_text", half_then_full_disk)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(DiskFull, match=rf"no space left on the disk of {tmp_path} to write out.en"):
         write_lines(output, ["new one", "new two"])
     monkeypatch.undo()
     assert output.read_text(encoding="utf-8") == "the earlier translations\n"

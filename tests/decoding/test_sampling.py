@@ -295,22 +295,25 @@ def test_xla_samples_what_eager_samples_on_a_real_model():
     assert len(np.unique(eager.ids.numpy())) > 3  # Real samples, not one repeated token.
 
 
+TEMPERATURE_REFUSAL = r"temperature must be a finite number in \[1e-30, 1e\+30\]"
+
+
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        ({"num_samples": 0}, r"num_samples must be a whole number in \[1, inf\)"),
-        ({"num_samples": 2.0}, r"num_samples must be a whole number in \[1, inf\)"),
-        ({"temperature": 0.0}, r"temperature must be a finite number in \(0, inf\)"),
-        ({"temperature": -1.0}, r"temperature must be a finite number in \(0, inf\)"),
-        ({"temperature": float("inf")}, r"temperature must be a finite number in \(0, inf\)"),
-        ({"temperature": float("nan")}, r"temperature must be a finite number in \(0, inf\)"),
-        ({"top_k": -1}, r"top_k must be a whole number in \[0, inf\)"),
-        ({"top_k": 2.5}, r"top_k must be a whole number in \[0, inf\)"),
+        ({"num_samples": 0}, r"num_samples must be a whole number in \[1, 2147483647\]"),
+        ({"num_samples": 2.0}, r"num_samples must be a whole number in \[1, 2147483647\]"),
+        ({"temperature": 0.0}, TEMPERATURE_REFUSAL),
+        ({"temperature": -1.0}, TEMPERATURE_REFUSAL),
+        ({"temperature": float("inf")}, TEMPERATURE_REFUSAL),
+        ({"temperature": float("nan")}, TEMPERATURE_REFUSAL),
+        ({"top_k": -1}, r"top_k must be a whole number in \[0, 2147483647\]"),
+        ({"top_k": 2.5}, r"top_k must be a whole number in \[0, 2147483647\]"),
         ({"top_p": 0.0}, r"top_p must be a finite number in \(0, 1\]"),
         ({"top_p": 1.5}, r"top_p must be a finite number in \(0, 1\]"),
         ({"top_p": float("nan")}, r"top_p must be a finite number in \(0, 1\]"),
-        ({"seed": (1, 2, 3)}, "seed must be two integers"),
-        ({"seed": (1.0, 2.0)}, "seed must be two integers"),
+        ({"seed": (1, 2, 3)}, r"seed must be two whole numbers in \[0, 9223372036854775807\]"),
+        ({"seed": (1.0, 2.0)}, r"seed must be two whole numbers in \[0, 9223372036854775807\]"),
         ({"max_length": 0}, r"max_length must be a whole number in \[1, inf\)"),
         ({"max_length_a": -1.0}, "max_length_a"),
     ],

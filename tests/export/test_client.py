@@ -3,7 +3,13 @@
 import base64
 import json
 import socket
+import subprocess
+import sys
+import threading
+import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -205,9 +211,14 @@ def test_lines_end_at_newlines_only(tmp_path):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--batch-size", "0"], "--batch-size must be at least 1 (got 0)"),
-        (["--version", "0"], "--version must be at least 1"),
-        (["--timeout", "-1"], "--timeout must be a positive number"),
+        (["--batch-size", "0"], "--batch-size: must be a whole number in [1, inf) (got 0)"),
+        (["--batch-size", "1.5"], "--batch-size: must be a whole number in [1, inf) (got '1.5')"),
+        (["--version", "0"], "--version: must be a whole number in [1, inf) (got 0)"),
+        (["--timeout", "-1"], "--timeout: must be a finite number in (0, 86400] (got -1.0)"),
+        (["--timeout", "0"], "--timeout: must be a finite number in (0, 86400] (got 0.0)"),
+        (["--timeout", "inf"], "--timeout: must be a finite number in (0, 86400] (got inf)"),
+        (["--timeout", "nan"], "--timeout: must be a finite number in (0, 86400] (got nan)"),
+        (["--timeout", "1e300"], "(0, 86400] (got 1e+300)"),
     ],
 )
 def test_out_of_range_flags_end_in_one_line(flags, message, capsys):
@@ -222,3 +233,143 @@ def test_a_missing_input_file_is_named(tmp_path):
         client.main(["--input", str(tmp_path / "absent.de")])
     message = str(ended.value.code)
     assert message.startswith("client error: ") and "absent.de" in message
+
+
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 whose every POST is answered by `answer(handler)`."""
+
+    def __init__(self, answer):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                try:
+                    answer(self)
+                except OSError:  # the client hung up, as it should after its timeout
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def drip_headers(handler):
+    """A status line, then a header a byte every 0.25 s: never a read that waits 1 s."""
+    handler.wfile.write(b"HTTP/1.0 200 OK\r\n")
+    for byte in b"Content-Type: application/json\r\n\r\n{}":
+        handler.wfile.write(bytes([byte]))
+        handler.wfile.flush()
+        time.sleep(0.25)
+
+
+def drip_body(handler):
+    """Whole headers, then the body a byte every 0.25 s."""
+    body = json.dumps({"outputs": {"translations": ["a"]}}).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    for byte in body:
+        handler.wfile.write(bytes([byte]))
+        handler.wfile.flush()
+        time.sleep(0.25)
+
+
+def reply_with(status: int, body: bytes):
+    def answer(handler):
+        handler.send_response(status)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return answer
+
+
+def run_client(url: str, lines: list[bytes], tmp_path, *flags: str) -> str:
+    """`client.main`'s exit message for `lines` sent to `url`; fails if it did not exit."""
+    source = write_lines(tmp_path / "in.de", lines)
+    with pytest.raises(SystemExit) as ended:
+        client.main(["--input", str(source), "--rest", url, *flags])
+    return str(ended.value.code)
+
+
+@pytest.mark.parametrize("answer", [drip_headers, drip_body], ids=["headers", "body"])
+def test_the_timeout_bounds_the_whole_request_not_each_read(answer, tmp_path):
+    with LoopbackServer(answer) as server:
+        started = time.monotonic()
+        message = run_client(server.url, [b"Hallo."], tmp_path, "--timeout", "1")
+        elapsed = time.monotonic() - started
+    assert elapsed < 2.5
+    assert message.startswith(f"client error: {server.url}/v1/models/tfscones:predict: ")
+    assert "no complete answer within the timeout of 1 s" in message
+    assert message.endswith("(line 1)")
+
+
+@pytest.mark.parametrize(
+    "outputs, problem",
+    [
+        ({"translations": ["only one"]}, "1 row of translations for 3 lines"),
+        ({"scores": [0.0, 0.0, 0.0]}, "no output translations"),
+        ({"translations": "abc"}, "translations that are not a list of rows"),
+    ],
+)
+def test_an_answer_of_the_wrong_size_names_the_request(outputs, problem, tmp_path):
+    lines = [b"eins", b"zwei", b"drei", b"vier"]
+    answer = reply_with(200, json.dumps({"outputs": outputs}).encode())
+    with LoopbackServer(answer) as server:
+        message = run_client(server.url, lines, tmp_path, "--batch-size", "3", "--timeout", "1")
+    assert message.startswith("client error: translate of lines 1-3: the server answered ")
+    assert problem in message
+
+
+@pytest.mark.parametrize(
+    "body, start",
+    [(b"<html>502 Bad Gateway</html>", "'<html>502 Bad Gateway</html>'"), (b"", "''")],
+)
+def test_a_reply_that_is_not_json_names_the_endpoint_and_its_start(body, start, tmp_path):
+    with LoopbackServer(reply_with(200, body)) as server:
+        message = run_client(server.url, [b"Hallo."], tmp_path, "--timeout", "1")
+    endpoint = f"{server.url}/v1/models/tfscones:predict"
+    assert message.startswith(f"client error: {endpoint}: the reply is not JSON")
+    assert message.endswith(f"it starts {start} (line 1)")
+
+
+def test_a_json_reply_that_is_not_an_object_is_refused(tmp_path):
+    with LoopbackServer(reply_with(200, b"[1, 2]")) as server:
+        message = run_client(server.url, [b"Hallo."], tmp_path, "--timeout", "1")
+    assert "expected named outputs, got [1, 2]" in message
+
+
+def test_library_calls_check_their_numbers():
+    with pytest.raises(ValueError, match=r"timeout must be a finite number in \(0, 86400\]"):
+        client.rest_predictor("http://127.0.0.1:1", timeout=float("inf"))
+    with pytest.raises(ValueError, match=r"batch_size must be a whole number in \[1, inf\)"):
+        client.run_signature(lambda *_: {}, "translate", {"source": ["a"]}, batch_size=0)
+
+
+def test_the_client_imports_no_tensorflow():
+    """`python -m export.serving.client` imports its package too: neither may load TensorFlow."""
+    load = (
+        "import sys, export.serving.client; "
+        "print(sorted(name for name in sys.modules if name.startswith(('tensorflow', 'numpy'))))"
+    )
+    imported = subprocess.run(
+        [sys.executable, "-c", load],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(client.__file__).parents[2],
+    )
+    assert imported.stdout.strip() == "[]"

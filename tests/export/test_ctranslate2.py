@@ -7,6 +7,9 @@ an untrained model rarely ends early, so most outputs run to their length limit.
 
 import ast
 import itertools
+import json
+import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -25,7 +28,13 @@ from tests.harness import tiny_model  # noqa: E402
 from tfscones import heads  # noqa: E402
 from tfscones.commands import export as export_command  # noqa: E402
 from tfscones.data.vocab_ids import EOS_ID  # noqa: E402
-from tfscones.decoding import OutputLimits, Search, beam_search, greedy_decode  # noqa: E402
+from tfscones.decoding import (  # noqa: E402
+    OutputLimits,
+    Search,
+    beam_search,
+    greedy_decode,
+    translate,
+)
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer  # noqa: E402
 from tfscones.serving import (  # noqa: E402
     ExportError,
@@ -34,6 +43,7 @@ from tfscones.serving import (  # noqa: E402
     ctranslate2_translator,
 )
 from tfscones.serving.ctranslate2_export import (  # noqa: E402
+    EXPORT_INFO,
     CTranslate2Info,
     export_ctranslate2,
     write_ctranslate2,
@@ -337,3 +347,144 @@ def test_the_translator_loads_on_a_thread_that_has_ended_when_loading_returns(mo
     assert settings == {"compute_type": "int8", "intra_threads": 2, "inter_threads": 1}
     with pytest.raises(ValueError, match="unknown compute type"):
         ctranslate2_translator.load_translator("model", "unknown", 1)
+
+
+@pytest.fixture(scope="module")
+def translator(ctranslate2_export):
+    return CTranslate2Translator(ctranslate2_export)
+
+
+@pytest.mark.parametrize(
+    "sentences",
+    [["Hallo.", None], ["Hallo.", 3], "Hallo.", b"Hallo.", [["Hallo."]], ["\ud800"]],
+    ids=["None", "int", "one string", "one bytes", "nested", "lone surrogate"],
+)
+def test_the_translator_refuses_sentences_in_the_words_of_the_librarys_translate(
+    translator, model, tokenizer, sentences
+):
+    with pytest.raises((TypeError, ValueError)) as library:
+        translate(model, tokenizer, sentences)
+    with pytest.raises(library.type) as ours:
+        translator.translate(sentences)
+    assert str(ours.value) == str(library.value)
+
+
+def test_the_translator_takes_what_the_librarys_translate_takes(translator, model, tokenizer):
+    sentences = ["Guten Morgen.", "Ja."]
+    expected = translator.translate(sentences)
+    assert translator.translate(sentence for sentence in sentences) == expected
+    assert translator.translate(tf.constant(sentences)) == expected
+    assert translator.translate([sentences[0].encode(), sentences[1]]) == expected
+    module = TranslationModule(model, tokenizer, {"translate": Search()})
+    invalid = [b"Guten \xff Morgen", b"\xe2\x82 Ja"]
+    served = module.translate(tf.constant(invalid))["translations"].numpy()
+    assert [t.text for t in translator.translate(invalid)] == [t.decode() for t in served]
+
+
+@pytest.mark.parametrize(
+    "sources, error, message",
+    [
+        (
+            [[VOCABULARY_SIZE]],
+            ValueError,
+            "sources[0][0] must be a whole number in [0, 400) (got 400)",
+        ),
+        ([[5], [6, -1]], ValueError, "sources[1][1] must be a whole number in [0, 400) (got -1)"),
+        ([[5, 6.0]], ValueError, "sources[0][1] must be a whole number in [0, 400) (got 6.0)"),
+        ([[True]], ValueError, "sources[0][0] must be a whole number in [0, 400) (got True)"),
+        ([5, 6], TypeError, "sources[0] must be a sequence of ids, not int"),
+        (["Hallo."], TypeError, "sources[0] must be a sequence of ids, not str"),
+        (
+            [[5], [5] * 40],
+            ValueError,
+            "sources[1] has 40 ids before its end: at most 31 (max_source_tokens is 32, EOS "
+            "included)",
+        ),
+    ],
+)
+def test_decode_ids_checks_every_id_naming_its_sentence_and_position(
+    translator, sources, error, message
+):
+    with pytest.raises(error) as refused:
+        translator.decode_ids(sources)
+    assert str(refused.value).startswith(message)
+
+
+def test_decode_ids_reads_a_row_up_to_its_first_eos_or_pad_as_translate_ids(translator):
+    expected = translator.decode_ids([[5, 6], [7]])
+    assert translator.decode_ids([[5, 6, EOS_ID, 9], [7, 0, 0]]) == expected
+    assert translator.decode_ids(np.array([[5, 6, 0], [7, EOS_ID, 0]])) == expected
+    assert translator.decode_ids([[EOS_ID, 5], []]) == [([], None), ([], None)]
+
+
+@pytest.mark.parametrize("threads", [-1, 1.5, True, 1025, None])
+def test_threads_outside_their_range_are_refused_before_the_model_loads(
+    threads, ctranslate2_export, monkeypatch
+):
+    monkeypatch.setattr(
+        ctranslate2_translator.ctranslate2, "Translator", lambda *_, **__: pytest.fail("loaded")
+    )
+    message = f"threads must be a whole number in [0, 1024] (got {threads!r})"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CTranslate2Translator(ctranslate2_export, threads=threads)
+
+
+def info_text(**changes) -> str:
+    info = {
+        "head": "SoftmaxHead()",
+        "exact_searches": ["greedy", "beam", "sampling"],
+        "positions": 32,
+        "quantization": "float32",
+    }
+    return json.dumps({key: value for key, value in (info | changes).items() if value != "-"})
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("{not json", "not JSON (Expecting property name"),
+        ("", "not JSON (Expecting value"),
+        ("[]", "must hold a JSON object, not list"),
+        (info_text(positions="-"), "positions is missing"),
+        (info_text(positions="32"), "positions must be a whole number in [1, inf) (got '32')"),
+        (info_text(positions=0), "positions must be a whole number in [1, inf) (got 0)"),
+        (info_text(head=3), "head must be a string (got 3)"),
+        (
+            info_text(exact_searches=["greedy", "nucleus"]),
+            "exact_searches must be a list of greedy, beam, sampling (got ['greedy', 'nucleus'])",
+        ),
+        (
+            info_text(quantization="int4"),
+            "quantization must be one of float32, int8_float32, int8 (got 'int4')",
+        ),
+        (info_text(vocabulary=400), "unknown field vocabulary"),
+    ],
+)
+def test_a_damaged_info_file_is_named_with_the_field_that_is_wrong(text, problem, tmp_path):
+    path = tmp_path / EXPORT_INFO
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        CTranslate2Info.read(tmp_path)
+    assert str(refused.value).startswith(f"{path}: ")
+    assert problem in str(refused.value)
+
+
+def test_the_translator_names_the_damaged_files_of_its_export(ctranslate2_export, tmp_path):
+    folder = tmp_path / "ct2"
+    shutil.copytree(ctranslate2_export, folder)
+    (folder / EXPORT_INFO).write_text(info_text(positions="-"), encoding="utf-8")
+    with pytest.raises(
+        ValueError, match=re.escape(f"{folder / EXPORT_INFO}: positions is missing")
+    ):
+        CTranslate2Translator(folder)
+    shutil.copyfile(ctranslate2_export / EXPORT_INFO, folder / EXPORT_INFO)
+    vocabulary = folder / "shared_vocabulary.json"
+    vocabulary.write_text('["<pad>", "</s>"', encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{vocabulary}: not JSON")):
+        CTranslate2Translator(folder)
+    pieces = json.loads((ctranslate2_export / "shared_vocabulary.json").read_text("utf-8"))
+    vocabulary.write_text(json.dumps(pieces[:-1]), encoding="utf-8")
+    with pytest.raises(
+        ValueError, match=f"{VOCABULARY_SIZE - 1} entries, .*sentencepiece.model {VOCABULARY_SIZE}"
+    ):
+        CTranslate2Translator(folder)

@@ -340,9 +340,10 @@ def test_export_errors_name_the_problem(run_dir, tmp_path, arguments, message):
 @pytest.mark.parametrize(
     ("flag", "value", "allowed"),
     [
-        ("--beam-size", "0", "a whole number in [1, inf)"),
+        ("--beam-size", "0", "a whole number in [1, 2147483647]"),
         ("--max-source-tokens", "0", "a whole number in [1, inf)"),
-        ("--length-penalty", "nan", "a finite number in [0, inf)"),
+        ("--length-penalty", "nan", "a finite number in [0, 5]"),
+        ("--length-penalty", "1e308", "a finite number in [0, 5]"),
         ("--max-length-a", "-1", "a finite number in [0, inf)"),
         ("--max-request-gib", "0", "a finite number in (0, inf)"),
     ],

@@ -26,7 +26,8 @@ MULTI30K_STEPS = 3200  # the Multi30k configs' own `training.steps`
 def finish(out_dir, run: PlannedRun, dev_bleu: float) -> None:
     folder = out_dir / run.name
     folder.mkdir(parents=True)
-    (folder / "results.json").write_text(json.dumps({"best_dev_bleu": dev_bleu}))
+    results = {"best_dev_bleu": dev_bleu, "steps": 3, "train_minutes": 1.0}
+    (folder / "results.json").write_text(json.dumps(results))
 
 
 def test_a_run_is_named_by_its_config_and_seed_and_trains_there(tmp_path):

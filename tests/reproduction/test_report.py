@@ -108,7 +108,11 @@ def write_run(out_dir, run, scores, averaged_dev_bleu=None) -> None:
 
 @pytest.fixture
 def results_dir(tmp_path):
-    out = tmp_path / "reproduction"
+    return write_results_dir(tmp_path / "reproduction")
+
+
+def write_results_dir(out):
+    """Every fixed run of the scones, entmax and moe plans, and the moe comparison, in `out`."""
     out.mkdir()
     for plan in ("scones", "entmax", "moe"):
         for run in PLANS[plan].fixed_runs:

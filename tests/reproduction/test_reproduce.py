@@ -13,9 +13,21 @@ from tfscones.reproduction.reproduce import AnalysisSettings, reproduce, run_con
 from tfscones.training import runner
 from tfscones.training.config import ConfigError
 
+from .test_report import analysis as fake_analysis
 from .tiny_corpus import TINY, write_data_dir
 
 SETTINGS = AnalysisSettings(beam_sizes=(1, 2), exact_sentences=3, state_budget=40)
+
+
+def fake_results(dev_bleu: float) -> dict:
+    return {"best_dev_bleu": dev_bleu, "steps": 3, "train_minutes": 1.0}
+
+
+def bleu_evaluation(greedy: float) -> dict:
+    return {
+        "greedy": {"bleu": greedy, "chrf": 50.0},
+        "beam4": {"bleu": greedy + 0.5, "chrf": 50.0},
+    }
 
 
 @pytest.fixture
@@ -39,13 +51,14 @@ def recorded_steps(monkeypatch):
         folder.mkdir(parents=True, exist_ok=True)
         better = ("multi30k-scones-a1.0-seed1", "demo-moe-k5-dropout0.1-6000steps-seed1")
         dev = 31.0 if folder.name in better else 30.0
-        (folder / "results.json").write_text(json.dumps({"best_dev_bleu": dev}))
+        (folder / "results.json").write_text(json.dumps(fake_results(dev)))
 
     def evaluation(folder, settings):
-        (folder / "evaluation.json").write_text("{}")
+        (folder / "evaluation.json").write_text(json.dumps(bleu_evaluation(30.0)))
 
     def analysis(folder, settings):
-        (folder / "analysis.json").write_text(json.dumps({"settings": settings.as_dict()}))
+        record = fake_analysis(folder.name, 30.0, 30.0) | {"settings": settings.as_dict()}
+        (folder / "analysis.json").write_text(json.dumps(record))
 
     monkeypatch.setattr(reproduction, "_train", fake("train", results))
     monkeypatch.setattr(reproduction, "_evaluate", fake("evaluate", evaluation))
@@ -101,7 +114,7 @@ def test_the_scones_plan_trains_tanh_at_the_alpha_chosen_on_dev(data_dir, tmp_pa
         "analyse multi30k-tanh-seed1",
     ]
     tanh = json.loads((tmp_path / "out" / "multi30k-tanh-seed1" / "results.json").read_text())
-    assert tanh == {"best_dev_bleu": 30.0}
+    assert tanh == fake_results(30.0)
     seed2 = [step for step in recorded_steps if "seed2" in step]
     assert seed2 and not any(step.startswith("analyse") for step in seed2)
 
@@ -110,8 +123,7 @@ def test_the_demo_plan_tables_test_bleu_by_step_budget_once(tmp_path, recorded_s
     def evaluate(config, settings, progress):
         steps = config.training.steps
         greedy = steps / 100 + (1.0 if "scones" in config.name else 0.0)
-        scores = {"greedy": {"bleu": greedy}, "beam4": {"bleu": greedy + 0.5}}
-        (config.run_dir / "evaluation.json").write_text(json.dumps(scores))
+        (config.run_dir / "evaluation.json").write_text(json.dumps(bleu_evaluation(greedy)))
 
     monkeypatch.setattr(reproduction, "_evaluate", evaluate)
     out = tmp_path / "out"
@@ -136,7 +148,19 @@ def test_the_moe_comparison_is_made_once_and_again_for_other_runs(
 
     def compare(baseline, mixture):
         compared.append((baseline.name, mixture.name))
-        return {"bleu": [20.0]}, {"hard-MoE K=5": {"bleu": 20.0}}, 3
+        experts = {
+            "bleu": [20.0],
+            "baseline_greedy_bleu": 21.0,
+            "wins": {"shares": [1.0], "pairs": 3, "left_out": 0},
+        }
+        method = {
+            "bleu": 20.0,
+            "pairwise_bleu": 50.0,
+            "average_oracle_bleu": 30.0,
+            "references_covered": 1.0,
+        }
+        methods = dict.fromkeys(("hard-MoE K=5", "beam 5, 5-best", "sampling"), method)
+        return experts, methods, 3
 
     monkeypatch.setattr(reproduction, "_compare_moe", compare)
     out = tmp_path / "out"

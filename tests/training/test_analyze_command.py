@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -87,3 +88,19 @@ def test_analyze_names_a_bad_test_set(tmp_path, capsys):
         analyze.main(
             ["--runs", str(tmp_path), "--source", str(source), "--reference", str(reference)]
         )
+
+
+def test_runs_of_one_name_in_two_folders_get_a_row_each(tiny_run, tmp_path):
+    corpus, out = tmp_path / "corpus", tmp_path / "report"
+    runs = [tmp_path / "runs" / "base", tmp_path / "runs2" / "base", tmp_path / "runs" / "other"]
+    for run in runs:
+        shutil.copytree(tiny_run, run)
+    analyze.main(
+        ["--runs", *map(str, runs), "--source", str(corpus / "test.de")]
+        + ["--reference", str(corpus / "test.en"), "--limit", "2", "--exact-sentences", "0"]
+        + ["--beams", "1", "--out", str(out)]
+    )
+
+    report = json.loads((out / "report.json").read_text())
+    assert list(report) == ["runs/base", "runs2/base", "other"]
+    assert "| runs2/base |" in (out / "report.md").read_text(encoding="utf-8")

@@ -10,6 +10,7 @@ from tfscones.training.config import (
     load_config,
     shipped_configs,
 )
+from tfscones.training.resume_check import RunFolderError, check_run_folder
 
 CONFIGS = CONFIG_DIR
 
@@ -148,3 +149,67 @@ def test_a_run_name_that_is_not_one_folder_name_is_refused(name):
 
 def test_a_plain_run_name_names_its_folder_under_runs():
     assert load_config("demo_softmax", ["name=my-run.2"]).run_dir == Path("runs/my-run.2")
+
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["name: run\ntraining: {steps: &n 5, steps_per_epoch: *n}\n", ALIAS_BOMB],
+    ids=["alias", "alias bomb"],
+)
+def test_a_yaml_alias_is_refused_naming_file_and_line(tmp_path, text):
+    path = tmp_path / "aliases.yaml"
+    path.write_text(text)
+    with pytest.raises(
+        ConfigError, match=r"aliases.yaml: not a valid YAML file: .*alias \*\w.*line"
+    ):
+        load_config(path)
+
+
+def test_a_yaml_alias_in_a_run_folders_config_is_refused_before_it_expands(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(ALIAS_BOMB)
+    with pytest.raises(RunFolderError, match=r"config.yaml .*alias \*a is not allowed"):
+        check_run_folder(load_config("demo_softmax"), run_dir)
+
+
+def test_a_base_chain_that_is_a_cycle_is_an_error_naming_the_files(tmp_path):
+    (tmp_path / "a.yaml").write_text("base: b.yaml\nname: a\n")
+    (tmp_path / "b.yaml").write_text("base: sub/../a.yaml\n")
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(ConfigError, match=r"b.yaml: base: the base chain is a cycle: .*a.yaml -> "):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "self.yaml").write_text("base: self.yaml\n")
+    with pytest.raises(ConfigError, match="self.yaml: base: the base chain is a cycle"):
+        load_config(tmp_path / "self.yaml")
+
+
+def test_a_package_path_may_not_leave_the_package():
+    with pytest.raises(ConfigError, match=r"'tfscones:../../../etc/passwd' leads out of the"):
+        data_path("tfscones:../../../etc/passwd")
+    with pytest.raises(
+        ConfigError, match=r"data.test_source: .*leads out of the installed package"
+    ):
+        load_config("demo_softmax", ["data.test_source=tfscones:../../../etc/passwd"])
+    with pytest.raises(ConfigError, match=r"data.train_tsv: .*leads out of the installed package"):
+        load_config("demo_softmax", ["data.train_tsv=[tfscones:configs/g2p.yaml, tfscones:../x]"])
+    assert data_path("tfscones:data/../data/demo/test.de").is_file()
+
+
+def test_a_source_file_that_is_its_own_target_is_refused(tmp_path):
+    (tmp_path / "both.txt").write_text("Hallo.\n")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "both.txt")
+    pair = [
+        f"data.train_source={tmp_path / 'both.txt'}",
+        f"data.train_target={tmp_path / 'link.txt'}",
+    ]
+    with pytest.raises(
+        ConfigError, match=r"data.train_target: .*link.txt' is the file of data.train_source too"
+    ):
+        load_config("demo_softmax", pair)
+    assert load_config("demo_softmax", [pair[0]]).data.train_source == str(tmp_path / "both.txt")

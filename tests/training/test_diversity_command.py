@@ -10,6 +10,7 @@ from tfscones.training.config import CONFIG_DIR as CONFIGS
 from tfscones.training.config import load_config
 
 K = 2
+SEED = "[0, 9223372036854775807]"
 
 
 def trained_run(overrides, config_name, folder):
@@ -64,3 +65,23 @@ def test_bad_multi_reference_files_name_the_line(tmp_path):
     reference.write_text("x\n", encoding="utf-8")
     with pytest.raises(ValueError, match="r.en has 1 lines but .*s.de has 2"):
         diversity_command.read_references(source, [reference])
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--seed", "99999999999999999999", f"must be a whole number in {SEED} (got {10**20 - 1})"),
+        ("--seed", "-1", f"must be a whole number in {SEED} (got -1)"),
+        ("--diversity-strength", "1e308", "must be a finite number in [0, 1000] (got 1e+308)"),
+        ("--diversity-strength", "nan", "must be a finite number in [0, 1000] (got nan)"),
+        ("--k", "99999999999", "must be a whole number in [1, 2147483647] (got 99999999999)"),
+        ("--top-k", "0", "must be a whole number in [1, 2147483647] (got 0)"),
+    ],
+)
+def test_numeric_flags_are_refused_with_the_decoders_ranges(tmp_path, capsys, flag, value, message):
+    arguments = ["--baseline-run", str(tmp_path), "--multiref", str(tmp_path / "m.jsonl")]
+    with pytest.raises(SystemExit) as refused:
+        diversity_command.parse_arguments([*arguments, flag, value])
+    assert refused.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith(f": error: argument {flag}: {message}")

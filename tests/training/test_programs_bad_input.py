@@ -43,6 +43,38 @@ def test_analyze_names_a_run_folder_without_a_model(texts, tmp_path):
     assert message.startswith("analyze: error: ") and "has no model.keras" in message
 
 
+def test_analyze_refuses_an_out_that_is_a_file_before_reading_any_run(texts, tmp_path):
+    (tmp_path / "report").write_text("an earlier report")
+    source, reference = texts
+    finished = program(
+        "training.analyze",
+        "--runs",
+        tmp_path / "no-model",
+        "--source",
+        source,
+        "--reference",
+        reference,
+        "--out",
+        tmp_path / "report" / "deeper",
+    )
+    message = one_line_error(finished)
+    assert message == (
+        f"analyze: error: --out {tmp_path / 'report' / 'deeper'}: "
+        f"{tmp_path / 'report'} is a file, not a folder"
+    )
+
+
+def test_analyze_refuses_one_run_folder_given_twice(texts, tmp_path):
+    (tmp_path / "runs" / "base").mkdir(parents=True)
+    source, reference = texts
+    twice = (tmp_path / "runs" / "base", tmp_path / "runs" / ".." / "runs" / "base")
+    finished = program(
+        "training.analyze", "--runs", *twice, "--source", source, "--reference", reference
+    )
+    message = one_line_error(finished)
+    assert message == (f"analyze: error: --runs names one folder twice: {twice[0]} and {twice[1]}")
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [

@@ -1,9 +1,16 @@
 """Step backups: a fit killed and resumed from its backup ends as the uninterrupted fit."""
 
+import errno
+import json
+import shutil
+
 import keras
 import numpy as np
+import pytest
 
-from tfscones.training.callbacks import StepBackup, random_states
+from tfscones.training import callbacks
+from tfscones.training.callbacks import BackupError, StepBackup, random_states
+from tfscones.written_aside import DiskFull
 
 
 class KillAfter(keras.callbacks.Callback):
@@ -104,3 +111,103 @@ def test_a_fit_resumed_within_an_epoch_logs_the_whole_epochs_loss(tmp_path):
 
     # Epoch 1's loss is the mean over its four steps, two of them taken before the kill.
     assert resumed == uninterrupted[1:]
+
+
+def backed_up(folder) -> int:
+    """The step of the backup in `folder`, restored into a fresh model."""
+    return StepBackup(folder, every_steps=5).restore(dropout_model())
+
+
+def test_a_full_disk_while_backing_up_names_the_folder_and_keeps_the_previous_backup(
+    tmp_path, monkeypatch
+):
+    uninterrupted = fit(tmp_path / "uninterrupted")
+    folder = tmp_path / "full"
+    fit(folder, steps=10)
+    real_save_weights = keras.Model.save_weights
+
+    def half_then_full_disk(model, path, **arguments):
+        real_save_weights(model, path, **arguments)
+        with open(path, "r+b") as file:
+            file.truncate(100)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(keras.Model, "save_weights", half_then_full_disk)
+    with pytest.raises(DiskFull, match=rf"no space left on the disk of {folder} to write step-11"):
+        fit(folder)
+    monkeypatch.undo()
+    assert sorted(path.name for path in folder.iterdir()) == ["latest.json", "step-10.weights.h5"]
+    assert backed_up(folder) == 10
+    resumed = fit(folder)
+    for weights, expected in zip(resumed.get_weights(), uninterrupted.get_weights(), strict=True):
+        np.testing.assert_array_equal(weights, expected)
+
+
+def test_a_disk_without_room_for_a_backup_stops_training_before_writing_it(tmp_path, monkeypatch):
+    folder = tmp_path / "backup"
+    fit(folder, steps=10)
+    size = (folder / "step-10.weights.h5").stat().st_size
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 999))
+    with pytest.raises(DiskFull, match=rf"disk of {folder} for the backup of step 11: it needs"):
+        fit(folder)
+    assert sorted(path.name for path in folder.iterdir()) == ["latest.json", "step-10.weights.h5"]
+    assert (folder / "step-10.weights.h5").stat().st_size == size
+
+
+def test_a_kill_between_the_weights_and_the_state_leaves_the_previous_backup(tmp_path, monkeypatch):
+    folder = tmp_path / "backup"
+    fit(folder, steps=10)
+
+    def killed(path, text):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(callbacks, "write_text_aside", killed)
+    assert fit(folder, steps=20) is not None
+    monkeypatch.undo()
+    assert (folder / "step-11.weights.h5").exists()  # written, but not the backup yet
+    assert backed_up(folder) == 10
+    fit(folder, steps=12)
+    assert sorted(path.name for path in folder.iterdir()) == ["latest.json", "step-12.weights.h5"]
+
+
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        ("truncate weights", r"step-10.weights.h5 cannot be loaded into this model \("),
+        ("garbage state", r"latest.json is not JSON \("),
+        ("state of a list of numbers", r"latest.json is not a backup's state"),
+        ("missing weights", r"latest.json names step-10.weights.h5, which is missing"),
+        ("random states of another model", r"latest.json does not fit this model \("),
+    ],
+)
+def test_a_damaged_backup_is_named_with_what_is_wrong(tmp_path, damage, problem):
+    folder = tmp_path / "backup"
+    fit(folder, steps=10)
+    weights, state = folder / "step-10.weights.h5", folder / "latest.json"
+    if damage == "truncate weights":
+        weights.write_bytes(weights.read_bytes()[:300])
+    elif damage == "garbage state":
+        state.write_text('{"step": 10, "weig')
+    elif damage == "state of a list of numbers":
+        state.write_text('{"step": [10]}')
+    elif damage == "missing weights":
+        weights.unlink()
+    else:
+        states = json.loads(state.read_text())
+        state.write_text(json.dumps({**states, "random": states["random"] * 2}))
+    with pytest.raises(BackupError, match=rf"the backup {folder}/{problem}.*delete {folder} to"):
+        backed_up(folder)
+
+
+def test_a_backup_of_the_earlier_layout_still_resumes(tmp_path):
+    uninterrupted = fit(tmp_path / "uninterrupted")
+    folder = tmp_path / "earlier"
+    fit(folder, steps=10)
+    (folder / "step-10.weights.h5").rename(folder / "latest.weights.h5")
+    states = json.loads((folder / "latest.json").read_text())
+    del states["weights"]
+    (folder / "latest.json").write_text(json.dumps(states))
+    resumed = fit(folder)
+    assert not (folder / "latest.weights.h5").exists()
+    for weights, expected in zip(resumed.get_weights(), uninterrupted.get_weights(), strict=True):
+        np.testing.assert_array_equal(weights, expected)

@@ -34,6 +34,12 @@ def translate(*arguments, stdin=b""):
     [
         ("--batch-size", "0", "--batch-size: must be a whole number in [1, inf) (got 0)"),
         ("--nbest", "-1", "--nbest: must be a whole number in [0, inf) (got -1)"),
+        ("--max-batch-gib", "0", "--max-batch-gib: must be a finite number in (0, inf) (got 0.0)"),
+        (
+            "--max-batch-gib",
+            "inf",
+            "--max-batch-gib: must be a finite number in (0, inf) (got inf)",
+        ),
     ],
 )
 def test_out_of_range_flags(run_dir, flag, value, message):
@@ -80,14 +86,14 @@ def test_files_that_are_no_model_or_vocabulary_are_named(run_dir, tmp_path):
     [
         (
             ["--search", "beam", "--beam", "-2"],
-            "--beam must be a whole number in [1, inf) (got -2)",
+            "--beam: must be a whole number in [1, 2147483647] (got -2)",
         ),
-        (["--search", "sample", "--temperature", "0"], "--temperature must be a finite number"),
-        (["--search", "sample", "--top-p", "1.5"], "--top-p must be a finite number in (0, 1]"),
-        (["--search", "sample", "--top-k", "-1"], "--top-k must be a whole number in [0, inf)"),
+        (["--search", "sample", "--temperature", "0"], "--temperature: must be a finite number"),
+        (["--search", "sample", "--top-p", "1.5"], "--top-p: must be a finite number in (0, 1]"),
+        (["--search", "sample", "--top-k", "-1"], "--top-k: must be a whole number in [0, "),
         (
             ["--search", "beam", "--length-penalty", "-1"],
-            "--length-penalty must be a finite number in [0, inf)",
+            "--length-penalty: must be a finite number in [0, 5] (got -1.0)",
         ),
         (["--search", "diverse_beam", "--groups", "3"], "must be a multiple of --groups (3)"),
         (
@@ -104,6 +110,44 @@ def test_search_settings_out_of_range_end_in_one_line(run_dir, flags, message):
     assert finished.returncode == 2
     assert message in finished.stderr.decode()
     assert b"Traceback" not in finished.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--search", "diverse_beam", "--groups", "0"],
+            "--groups: must be a whole number in [1, 2147483647] (got 0)",
+        ),
+        (
+            ["--search", "sample", "--seed", "99999999999999999999"],
+            "--seed: must be a whole number in [0, 9223372036854775807] (got 99999999999999999999)",
+        ),
+        (
+            ["--search", "sample", "--temperature", "1e-300"],
+            "--temperature: must be a finite number in [1e-30, 1e+30] (got 1e-300). "
+            "Below 1e-30 sampling is greedy search: use greedy search.",
+        ),
+        (
+            ["--search", "beam", "--length-penalty", "1e308"],
+            "--length-penalty: must be a finite number in [0, 5] (got 1e+308)",
+        ),
+        (
+            ["--search", "diverse_beam", "--diversity-strength", "1e308"],
+            "--diversity-strength: must be a finite number in [0, 1000] (got 1e+308)",
+        ),
+        (
+            ["--search", "sample", "--top-k", "99999999999"],
+            "--top-k: must be a whole number in [0, 2147483647] (got 99999999999)",
+        ),
+        (["--search", "beam", "--beam", "2.5"], "--beam: must be a whole number in [1, "),
+    ],
+)
+def test_every_search_flag_is_checked_against_its_setting_range(run_dir, flags, message):
+    finished = translate("--run", run_dir, *flags, stdin=b"Hallo.\n")
+    assert finished.returncode == 2
+    assert f": error: argument {message}" in finished.stderr.decode().strip().splitlines()[-1]
+    assert finished.stdout == b""
 
 
 @pytest.mark.parametrize("output", ["missing/out.en", "."])

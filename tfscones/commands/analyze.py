@@ -10,7 +10,10 @@ size (SCONES Figs. 3-4), beam-search errors against exact search (Fig. 7), exact
 length ratio, budget hits and states (Fig. 5, Tables 6-7), exact-search vs empty-translation log
 scores (Fig. 6), how often the empty translation beats beam-4 (entmax paper Table 4), expected
 calibration error (Table 6) and mean support size (Table 5). Writes `OUT/report.md`,
-`OUT/report.json` and the PNG plots beside them, and prints the report.
+`OUT/report.json` and the PNG plots beside them, and prints the report. A run is reported by
+its folder's name, with as many parent folders as tell it apart from the other runs'
+(`runs/base` and `runs2/base`); one folder given twice, and an `--out` that is a file or under
+one, are refused before anything loads.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from tfscones.commands.argument_types import non_negative_int, positive_int
 from tfscones.data import read_sentence_pairs
 from tfscones.decoding import DEFAULT_STATE_BUDGET
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
 from tfscones.evaluation.analysis_report import write_report
+from tfscones.run_folder import RunFolder
 from tfscones.training import runner
 
 
@@ -52,25 +56,66 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     arguments = parse_arguments(argv, prog)
     started = time.perf_counter()
     try:
+        check_report_folder(arguments.out)
+        names = run_names(arguments.runs)
         sources, references = read_sentence_pairs(arguments.source, arguments.reference)
-        analyses = analyze_runs(arguments, sources, references)
+        analyses = analyze_runs(arguments, names, sources, references)
     except (OSError, ValueError) as error:
         sys.exit(f"analyze: error: {error}")
     write_report(analyses, arguments.source, arguments.out, time.perf_counter() - started)
 
 
-def analyze_runs(arguments, sources: list[str], references: list[str]) -> dict:
-    """`runner.analyze` of the runs the arguments name, by run name."""
+def check_report_folder(out: Path) -> None:
+    """Checks, before any analysis, that `out` is a folder or can be made one.
+
+    Raises:
+        NotADirectoryError: If `out`, or the nearest of its parents that exists, is a file.
+    """
+    existing = next(path for path in (out, *out.absolute().parents) if path.exists())
+    if not existing.is_dir():
+        raise NotADirectoryError(f"--out {out}: {existing} is a file, not a folder")
+
+
+def run_names(runs: list[Path]) -> list[str]:
+    """The report's name of each run: its folder's name, with parents enough to be unique.
+
+    `runs/base runs2/base runs/other` are `runs/base`, `runs2/base` and `other`: a user who
+    compares two runs of one name wants both rows, told apart by the paths they gave.
+
+    Raises:
+        ValueError: If two of `runs` are one folder (by any name or link).
+    """
+    seen = {}
+    for run in runs:
+        if run.resolve() in seen:
+            raise ValueError(f"--runs names one folder twice: {seen[run.resolve()]} and {run}")
+        seen[run.resolve()] = run
+    depths = [1] * len(runs)
+    while True:
+        names = [
+            str(PurePath(*run.parts[-depth:])) for run, depth in zip(runs, depths, strict=True)
+        ]
+        repeated = {name for name in names if names.count(name) > 1}
+        if not repeated:
+            return names
+        depths = [depth + (name in repeated) for name, depth in zip(names, depths, strict=True)]
+
+
+def analyze_runs(arguments, names: list[str], sources: list[str], references: list[str]) -> dict:
+    """`runner.analyze` of the runs the arguments name, by their names (`run_names`)."""
     if arguments.limit:
         sources, references = sources[: arguments.limit], references[: arguments.limit]
-    analyses = runner.analyze(
-        arguments.runs,
-        sources,
-        references,
-        beam_sizes=arguments.beams,
-        exact_sentences=arguments.exact_sentences,
-        state_budget=arguments.state_budget,
-    )
-    for name, analysis in analyses.items():
-        print(f"{name}: analysed in {analysis.seconds:.0f} s", flush=True)
+    for run in arguments.runs:
+        RunFolder(run).check_decodable()
+    analyses = {}
+    for name, run in zip(names, arguments.runs, strict=True):
+        (analyses[name],) = runner.analyze(
+            [run],
+            sources,
+            references,
+            beam_sizes=arguments.beams,
+            exact_sentences=arguments.exact_sentences,
+            state_budget=arguments.state_budget,
+        ).values()
+        print(f"{name}: analysed in {analyses[name].seconds:.0f} s", flush=True)
     return analyses

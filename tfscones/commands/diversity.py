@@ -28,7 +28,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tfscones.commands.argument_types import non_negative_int, positive_int  # noqa: E402
+from tfscones import ranges  # noqa: E402
+from tfscones.commands.argument_types import in_range, non_negative_int  # noqa: E402
 from tfscones.evaluation import diversity  # noqa: E402
 from tfscones.evaluation.diverse_translations import (  # noqa: E402
     baseline_translations,
@@ -77,6 +78,10 @@ def write_report(reports: dict[str, diversity.DiversityReport], out: Path) -> No
     print("\n".join(lines))
 
 
+TOP_K_SAMPLING = ranges.Range(1, ranges.TOP_K.high, integer=True)
+"""`--top-k`: the k of the top-k sampling row, a `ranges.TOP_K` that filters (0 would not)."""
+
+
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """Command-line arguments."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
@@ -85,13 +90,27 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     parser.add_argument("--multiref", type=Path, help="JSON lines {src, refs}")
     parser.add_argument("--source", type=Path, help="source sentences (with --references)")
     parser.add_argument("--references", type=Path, nargs="+", help="aligned reference files")
-    parser.add_argument("--k", type=positive_int, default=5, help="translations per sentence")
-    parser.add_argument("--top-k", type=positive_int, default=10, help="k of top-k sampling")
-    parser.add_argument("--diversity-strength", type=float, default=0.5)
+    parser.add_argument(
+        "--k", type=in_range(ranges.SEARCH_COUNT), default=5, help="translations per sentence"
+    )
+    parser.add_argument(
+        "--top-k", type=in_range(TOP_K_SAMPLING), default=10, help="k of top-k sampling"
+    )
+    parser.add_argument(
+        "--diversity-strength",
+        type=in_range(ranges.DIVERSITY_STRENGTH),
+        default=0.5,
+        help="λ of diverse beam search, per earlier group's beam that chose the same token",
+    )
     parser.add_argument(
         "--limit", type=non_negative_int, default=0, help="first N sentences (0: all)"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed",
+        type=in_range(ranges.SAMPLING_SEED),
+        default=0,
+        help="seed of the sampling methods and of the tie-breaking of #refs covered",
+    )
     parser.add_argument("--out", type=Path, default=Path("reports/diversity"))
     arguments = parser.parse_args(argv)
     if not (arguments.moe_run or arguments.baseline_run):

@@ -10,6 +10,8 @@ r"""Export a trained model as a SavedModel that stock TF Serving runs, or for CT
 `BASE/NAME/VERSION`, VERSION a positive integer; see `tfscones.serving.export` for what it holds.
 A CTranslate2 export (`--format ctranslate2`, the extra `tfscones[ctranslate2]`) is a new folder
 whose greedy search is exact for every head; see `tfscones.serving.ctranslate2_export`.
+A flag of one format only (the beam settings and request limits are the SavedModel's,
+`--quantization` CTranslate2's) is refused for the other.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from tfscones.commands.argument_types import in_range, positive_int
 from tfscones.decoding import DEFAULT_MAX_LENGTH_A, DEFAULT_MAX_LENGTH_B, OutputLimits
-from tfscones.ranges import NON_NEGATIVE, POSITIVE
+from tfscones.ranges import LENGTH_PENALTY, NON_NEGATIVE, POSITIVE, SEARCH_COUNT
 from tfscones.serving.export import ExportError, ExportSettings, export_run
 from tfscones.serving.module import (
     DEFAULT_MAX_BATCH_SIZE,
@@ -31,11 +33,35 @@ from tfscones.serving.module import (
 )
 
 FORMATS = ("savedmodel", "ctranslate2")
+SAVEDMODEL = ("savedmodel",)
+CTRANSLATE2 = ("ctranslate2",)
+INTERRUPTED = 130
+"""The exit status of a command ended by Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+class FormatSetting(argparse.Action):
+    """A flag that is a setting of some formats only: stores its value and notes it was given.
+
+    `check_format_settings` refuses it for any other `--format`, so that no flag is dropped
+    without a word.
+    """
+
+    def __init__(self, option_strings, dest, formats: tuple[str, ...], **options):
+        super().__init__(option_strings, dest, **options)
+        self.formats = formats
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.format_settings = {
+            **namespace.format_settings,
+            self.option_strings[0]: self.formats,
+        }
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """Command-line arguments."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.set_defaults(format_settings={})
     inputs = parser.add_argument_group("inputs (--run, or --checkpoint and --spm)")
     inputs.add_argument("--run", type=Path, help="training run folder (model.keras, spm.model)")
     inputs.add_argument("--checkpoint", type=Path, help=".keras model (default RUN/model.keras)")
@@ -46,31 +72,85 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     parser.add_argument("--format", choices=FORMATS, default="savedmodel")
     parser.add_argument(
         "--quantization",
+        action=FormatSetting,
+        formats=CTRANSLATE2,
         help="CTranslate2 weights: float32 (default), int8_float32 or int8",
     )
     search = parser.add_argument_group("beam search (SavedModel)")
-    search.add_argument("--beam-size", type=positive_int, default=4)
+    savedmodel_only = {"action": FormatSetting, "formats": SAVEDMODEL}
+    search.add_argument("--beam-size", type=in_range(SEARCH_COUNT), default=4, **savedmodel_only)
     search.add_argument(
-        "--nbest", type=positive_int, default=4, help="hypotheses the nbest signature returns"
+        "--nbest",
+        type=in_range(SEARCH_COUNT),
+        default=4,
+        help="hypotheses the nbest signature returns",
+        **savedmodel_only,
     )
-    search.add_argument("--length-penalty", type=in_range(NON_NEGATIVE), default=0.0)
+    search.add_argument(
+        "--length-penalty", type=in_range(LENGTH_PENALTY), default=0.0, **savedmodel_only
+    )
     limits = parser.add_argument_group("request limits (SavedModel)")
-    limits.add_argument("--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE)
     limits.add_argument(
-        "--max-source-tokens", type=positive_int, help="default: the model's max_sequence_length"
+        "--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE, **savedmodel_only
     )
     limits.add_argument(
-        "--max-output-tokens", type=positive_int, help="default: the model's max_sequence_length"
+        "--max-source-tokens",
+        type=positive_int,
+        help="default: the model's max_sequence_length",
+        **savedmodel_only,
     )
-    limits.add_argument("--max-length-a", type=in_range(NON_NEGATIVE), default=DEFAULT_MAX_LENGTH_A)
-    limits.add_argument("--max-length-b", type=in_range(NON_NEGATIVE), default=DEFAULT_MAX_LENGTH_B)
+    limits.add_argument(
+        "--max-output-tokens",
+        type=positive_int,
+        help="default: the model's max_sequence_length",
+        **savedmodel_only,
+    )
+    limits.add_argument(
+        "--max-length-a",
+        type=in_range(NON_NEGATIVE),
+        default=DEFAULT_MAX_LENGTH_A,
+        **savedmodel_only,
+    )
+    limits.add_argument(
+        "--max-length-b",
+        type=in_range(NON_NEGATIVE),
+        default=DEFAULT_MAX_LENGTH_B,
+        **savedmodel_only,
+    )
     limits.add_argument(
         "--max-request-gib",
         type=in_range(POSITIVE),
         default=DEFAULT_MAX_REQUEST_BYTES / 2**30,
         help="memory a full request's decoder state may take (default 2)",
+        **savedmodel_only,
     )
     return parser.parse_args(argv)
+
+
+def check_format_settings(arguments: argparse.Namespace) -> None:
+    """Refuses every flag given that is not a setting of the chosen `--format`.
+
+    Raises:
+        ExportError: Naming each such flag, the formats it is a setting of, and `--format`.
+    """
+    refused: dict[tuple[str, ...], list[str]] = {}
+    for flag, formats in arguments.format_settings.items():
+        if arguments.format not in formats:
+            refused.setdefault(formats, []).append(flag)
+    if refused:
+        raise ExportError(
+            "; ".join(
+                f"{_settings_of(flags)} of --format {' or '.join(formats)}, not {arguments.format}"
+                for formats, flags in refused.items()
+            )
+        )
+
+
+def _settings_of(flags: list[str]) -> str:
+    """`--a is a setting`, `--a and --b are settings`, `--a, --b and --c are settings`."""
+    if len(flags) == 1:
+        return f"{flags[0]} is a setting"
+    return f"{', '.join(flags[:-1])} and {flags[-1]} are settings"
 
 
 def settings_from_arguments(arguments: argparse.Namespace) -> ExportSettings:
@@ -101,10 +181,9 @@ def _settings(arguments: argparse.Namespace) -> ExportSettings:
 
 def export(arguments: argparse.Namespace) -> dict:
     """Runs the export the arguments describe; raises `ExportError`."""
+    check_format_settings(arguments)
     if arguments.format == "ctranslate2":
         return export_for_ctranslate2(arguments)
-    if arguments.quantization is not None:
-        raise ExportError("--quantization is a setting of --format ctranslate2")
     return export_run(
         arguments.out,
         run=arguments.run,
@@ -138,4 +217,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         info = export(arguments)
     except ExportError as error:
         sys.exit(f"export error: {error}")
+    except KeyboardInterrupt:
+        # The export removed its hidden folder on the way out: `--out` is as it was.
+        print(f"export interrupted: nothing was written to {arguments.out}", file=sys.stderr)
+        raise SystemExit(INTERRUPTED) from None
     print(json.dumps(info, indent=2))

@@ -4,7 +4,9 @@ Reads the small files `tfscones reproduce` leaves in DIR (each run's `config.yam
 `results.json`, `history.csv`, `evaluation.json`, `analysis.json`, and `moe/`), writes the
 markdown page and its plots (in `figures/` beside the page) and prints where. Runs that have
 not finished show as such, with the command that makes them. The same folder always gives the
-same page, byte for byte. `python -m training.report` is the same command.
+same page, byte for byte. A damaged file stops it in one line naming the file and the field
+(`report error: ...`) before anything is written. `python -m training.report` is the same
+command.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 from pathlib import Path
 
 from tfscones.reproduction.report import write_report
+from tfscones.reproduction.run_outputs import RunOutputError
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -30,5 +33,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     """Entry point of `tfscones report` and `python -m training.report`."""
     arguments = parse_arguments(argv, prog)
     out = arguments.out or arguments.results / "results.md"
-    write_report(arguments.results, out)
+    try:
+        write_report(arguments.results, out)
+    except RunOutputError as error:
+        raise SystemExit(f"report error: {error}") from None
     print(f"wrote {out} and its plots in {out.parent / 'figures'}")

@@ -5,7 +5,9 @@ analyses it, and skips whatever an earlier call finished (a killed run resumes f
 backup); `tfscones reproduce demo` measures the demo's BLEU at fixed step budgets, and
 `tfscones reproduce g2p` is Peters & Martins 2021's Table 1 on SIGMORPHON 2020 G2P.
 `tfscones.reproduction.plans` lists the runs; `tfscones report OUT` writes the results page
-from the folder. `python -m training.reproduce` is the same command.
+from the folder. A damaged output already in the folder stops it before any step, in one line
+naming the file and the field (`reproduce error: ...`). `python -m training.reproduce` is the
+same command.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from tfscones.decoding import DEFAULT_STATE_BUDGET
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
 from tfscones.reproduction.plans import DEFAULT_DATA_DIR, PLANS
 from tfscones.reproduction.reproduce import AnalysisSettings, reproduce
+from tfscones.reproduction.run_outputs import RunOutputError
 from tfscones.run_folder import RunFolderBusy
 from tfscones.training.config import ConfigError
 from tfscones.training.resume_check import RunFolderError
@@ -90,6 +93,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         raise SystemExit(f"config error: {error}") from None
     except (RunFolderError, RunFolderBusy) as error:
         raise SystemExit(f"run folder error: {error}") from None
+    except RunOutputError as error:
+        raise SystemExit(
+            f"reproduce error: {error} (reproduce never works over a damaged output: repair "
+            "the file or move it away)"
+        ) from None
     except (ParallelTextError, TextLineError, VocabularyError, FileNotFoundError) as error:
         raise SystemExit(f"data error: {error}") from None
     except ValueError as error:

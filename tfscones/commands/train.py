@@ -16,9 +16,10 @@ from tfscones.data import ParallelTextError, VocabularyError
 from tfscones.data.text_lines import TextLineError
 from tfscones.run_folder import RunFolder, RunFolderBusy
 from tfscones.training import runner
-from tfscones.training.callbacks import backed_up_step
+from tfscones.training.callbacks import BackupError, backed_up_step
 from tfscones.training.config import ConfigError, load_config, locate, shipped_configs
 from tfscones.training.resume_check import RunFolderError
+from tfscones.written_aside import FULL_DISK_ERRORS
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -50,6 +51,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         results = runner.train(config)
     except KeyboardInterrupt:
         raise SystemExit(interrupted_message(config and config.run_dir)) from None
+    except BackupError as error:
+        raise SystemExit(f"run folder error: {error}") from None
+    except OSError as error:
+        if error.errno not in FULL_DISK_ERRORS:
+            raise
+        hint = f"; {resume_hint(config.run_dir)}" if config else ""
+        raise SystemExit(f"disk error: {error}{hint}") from None
     except ConfigError as error:
         located = locate(error, arguments.config, arguments.overrides)
         raise SystemExit(f"config error: {located}") from None
@@ -64,11 +72,16 @@ def interrupted_message(run_dir: Path | None) -> str:
     """What a user who pressed Ctrl-C needs: where the last backup is and how to resume."""
     if run_dir is None:
         return "interrupted before training started."
+    return f"interrupted: {resume_hint(run_dir)}"
+
+
+def resume_hint(run_dir: Path) -> str:
+    """Where a stopped run's last backup is and that the same command resumes from it."""
     backup = RunFolder(run_dir).backup
-    step = backed_up_step(backup)
+    try:
+        step = backed_up_step(backup)
+    except BackupError as error:
+        return str(error)
     if step is None:
-        return f"interrupted before the first backup: nothing in {run_dir} to resume from."
-    return (
-        f"interrupted: the last backup is at step {step:,} in {backup}; the same "
-        "command resumes from it."
-    )
+        return f"nothing in {run_dir} to resume from (no backup was written yet)."
+    return f"the last backup is at step {step:,} in {backup}; the same command resumes from it."

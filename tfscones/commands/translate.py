@@ -42,21 +42,27 @@ import argparse
 import dataclasses
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 import tensorflow as tf
 
-from tfscones.commands.argument_types import non_negative_int, positive_int
+from tfscones.commands.argument_types import in_range, non_negative_int, positive_int
 from tfscones.data.pronunciation_tsv import Pronunciations, read_pronunciation_files
 from tfscones.data.symbol_vocab import split_source, tagged_source
 from tfscones.data.text_lines import TextLineError, check_writable, read_lines, write_lines
 from tfscones.data.tokenizer import load_tokenizer
 from tfscones.decoding import Ensemble, Search, registry, translate, translate_nbest
+from tfscones.decoding.common import max_output_length
 from tfscones.decoding.translate import cut_sources, unknown_sources
 from tfscones.evaluation.phone_errors import error_rates_by_language, macro_average
 from tfscones.models import load_model
+from tfscones.models.loading import check_vocabulary_fits
 from tfscones.models.stepping import Decodable
+from tfscones.ranges import POSITIVE
 from tfscones.run_folder import RunFolder
+from tfscones.serving.module import decoder_state_bytes
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -94,6 +100,13 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     )
     parser.add_argument("--output", type=Path, help="translations (default: stdout)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument(
+        "--max-batch-gib",
+        type=in_range(POSITIVE),
+        default=DEFAULT_BATCH_GIB,
+        help="decoder memory one batch may take, in GiB (default 2, the export's "
+        "--max-request-gib): a larger --batch-size is lowered to fit, and said so",
+    )
     parser.add_argument(
         "--long-lines",
         choices=("translate", "error"),
@@ -161,10 +174,32 @@ def add_search_flags(parser: argparse.ArgumentParser) -> None:
             flag,
             dest=field.name,
             metavar=flag.removeprefix("--").replace("-", "_").upper(),
-            type=type(field.default),
+            type=setting_type(field),
             default=None,
             help=f"{field.metadata['help']} (default {field.default}; {', '.join(readers)})",
         )
+
+
+def setting_type(field: dataclasses.Field) -> Callable[[str], Any]:
+    """The argparse type of a setting's flag: a number of the setting's range, with its hint.
+
+    A setting without a range (`registry.setting`'s `allowed`) reads as its default's type.
+    """
+    allowed = field.metadata.get("allowed")
+    if allowed is None:
+        return type(field.default)
+    parse = in_range(allowed)
+    hint = field.metadata.get("hint")
+    if not hint:
+        return parse
+
+    def parse_with_hint(text: str) -> int | float:
+        try:
+            return parse(text)
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentTypeError(f"{error}. {hint}") from None
+
+    return parse_with_hint
 
 
 def setting_flags() -> dict[str, tuple[dataclasses.Field, list[str]]]:
@@ -232,8 +267,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         else:
             sources = words.sources() if tokenizer.languages else list(words.words)
         model = load_models(arguments.model)
-        check_vocabulary_size(tokenizer, model, arguments.spm)
+        check_vocabulary_fits(tokenizer, model.vocabulary_size, arguments.spm)
         arguments.search.hypotheses(model)
+        batch_size = fitted_batch_size(model, arguments, sys.stderr)
     except (OSError, TextLineError, ValueError, tf.errors.OpError) as error:
         raise SystemExit(f"translate: error: {error}") from None
     report_unknown_symbols(unknown_sources(tokenizer, sources), len(sources))
@@ -241,14 +277,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     report_long_lines(cut, len(sources), model.max_sequence_length - 1, arguments.long_lines)
     search = {"search": arguments.search, "long_sources": "translate"}
     if arguments.nbest:
-        nbest = translate_nbest(model, tokenizer, sources, arguments.batch_size, **search)
+        nbest = translate_nbest(model, tokenizer, sources, batch_size, **search)
         lines = [
             f"{index}\t{score:.4f}\t{text}"
             for index, hypotheses in enumerate(nbest)
             for text, score in hypotheses
         ]
     else:
-        lines = translate(model, tokenizer, sources, arguments.batch_size, **search)
+        lines = translate(model, tokenizer, sources, batch_size, **search)
     try:
         write_lines(arguments.output, lines)
     except OSError as error:
@@ -308,17 +344,44 @@ def tagged_lines(lines: list[str], tokenizer, language: str | None) -> list[str]
     return lines
 
 
-def check_vocabulary_size(tokenizer, model: Decodable, vocabulary: Path) -> None:
-    """Refuses a vocabulary of another size than the model's (another run's files).
+DEFAULT_BATCH_GIB = 2.0
+"""The decoder memory a batch may take by default: the export's budget per request."""
+
+
+def fitted_batch_size(model: Decodable, arguments: argparse.Namespace, messages: TextIO) -> int:
+    """`--batch-size`, lowered (and said so on `messages`) until its decoder state fits.
+
+    A batch's memory is its sentences' decoder state (`decoder_state_bytes`: every row's
+    attention caches and scores, each beam or sample a row, each model of an ensemble its own)
+    at the longest source and output the model reads.
 
     Raises:
-        ValueError: Naming both sizes and the vocabulary file.
+        ValueError: If one sentence alone needs more than `--max-batch-gib`.
     """
-    if tokenizer.vocab_size != model.vocabulary_size:
+    search = arguments.search
+    rows = search.rows_per_sentence(model)
+    output_length = max_output_length(model, search.limits.max_length)
+    per_sentence = sum(
+        decoder_state_bytes(member, rows, model.max_sequence_length, output_length)
+        for member in getattr(model, "models", (model,))
+    )
+    budget = arguments.max_batch_gib * 2**30
+    fitting = int(budget // per_sentence)
+    if fitting < 1:
         raise ValueError(
-            f"{vocabulary} has {tokenizer.vocab_size:,} entries but the model's vocabulary has "
-            f"{model.vocabulary_size:,}: they are of different runs"
+            f"one sentence of this search ({rows:,} beams or samples) needs about "
+            f"{per_sentence / 2**30:.2f} GiB of decoder state, over --max-batch-gib "
+            f"{arguments.max_batch_gib:g}: lower the beam or samples, or raise --max-batch-gib"
         )
+    if fitting < arguments.batch_size:
+        print(
+            f"translate: --batch-size {arguments.batch_size:,} would need about "
+            f"{arguments.batch_size * per_sentence / 2**30:.2f} GiB of decoder state; translating "
+            f"{fitting:,} sentences at a time to stay within --max-batch-gib "
+            f"{arguments.max_batch_gib:g}",
+            file=messages,
+        )
+    return min(arguments.batch_size, fitting)
 
 
 def report_unknown_symbols(unknown: dict[int, int], lines: int) -> None:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import sentencepiece as spm
 
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from tfscones.written_aside import written_aside
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +89,8 @@ def train_sentencepiece(
             unk.
 
     Returns:
-        The paths of the written `.model` and `.vocab` files.
+        The paths of the written `.model` and `.vocab` files, each written aside and renamed
+        into place (`tfscones.written_aside`): a crash leaves no half-written model.
 
     Raises:
         ValueError: If `model_type` is unknown, `input_files` is empty, `vocab_size` is too
@@ -116,17 +118,35 @@ def train_sentencepiece(
         sentences = _sample_lines(_iter_lines(paths), input_sentence_size, seed)
     else:
         sentences = list(_iter_lines(paths))
+    files = SentencePieceFiles(Path(f"{prefix}.model"), Path(f"{prefix}.vocab"))
+    with written_aside(files.model_file) as model_file, written_aside(files.vocab_file):
+        _train(
+            sentences,
+            model_file.with_suffix(""),
+            vocab_size,
+            model_type,
+            character_coverage=character_coverage,
+            num_threads=num_threads,
+            normalization_rule_name=normalization_rule_name,
+            byte_fallback=byte_fallback,
+        )
+    logger.info("Trained %s SentencePiece model, %d pieces: %s", model_type, vocab_size, files)
+    return files
+
+
+def _train(sentences: list[str], prefix: Path, vocab_size: int, model_type: str, **options):
+    """Trains SentencePiece on `sentences` into `PREFIX.model` and `PREFIX.vocab`.
+
+    Raises:
+        VocabularyError: If SentencePiece cannot build `vocab_size` pieces, with its reason.
+    """
     try:
         spm.SentencePieceTrainer.Train(
             sentence_iterator=iter(sentences),
             model_prefix=str(prefix),
             vocab_size=vocab_size,
             model_type=model_type,
-            character_coverage=character_coverage,
             input_sentence_size=0,
-            num_threads=num_threads,
-            normalization_rule_name=normalization_rule_name,
-            byte_fallback=byte_fallback,
             pad_id=PAD_ID,
             eos_id=EOS_ID,
             unk_id=UNK_ID,
@@ -136,6 +156,7 @@ def train_sentencepiece(
             unk_piece="<unk>",
             bos_piece="<s>",
             minloglevel=2,
+            **options,
         )
     except RuntimeError as error:
         reason = str(error).strip().splitlines()[-1]
@@ -144,9 +165,6 @@ def train_sentencepiece(
             f"{len(sentences):,} sentences: {reason} Choose a vocabulary size it can build "
             "(data.vocabulary_size in a config)."
         ) from None
-    files = SentencePieceFiles(Path(f"{prefix}.model"), Path(f"{prefix}.vocab"))
-    logger.info("Trained %s SentencePiece model, %d pieces: %s", model_type, vocab_size, files)
-    return files
 
 
 def _iter_lines(paths: Sequence[Path]) -> Iterator[str]:

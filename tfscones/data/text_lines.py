@@ -15,6 +15,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from tfscones.written_aside import written_aside
+
 STANDARD_INPUT = "<stdin>"
 
 
@@ -94,7 +96,7 @@ def format_lines(lines: Iterable[str]) -> str:
 def write_lines(path: str | Path | None, lines: Iterable[str]) -> None:
     """Writes `lines` as UTF-8, one a line, to a file or to standard output for None or "-".
 
-    A file is written aside (`.NAME.partial-PID` in its folder) and renamed into place, so a
+    A file is written aside (`tfscones.written_aside`) and renamed into place, so a
     crash or a full disk leaves the file as it was, never half-written.
     """
     text = format_lines(lines)
@@ -106,17 +108,16 @@ def write_lines(path: str | Path | None, lines: Iterable[str]) -> None:
 
 
 def write_text_aside(path: str | Path, text: str) -> None:
-    """Writes UTF-8 `text` to `.NAME.partial-PID` beside `path`, then renames it into place.
+    """Writes UTF-8 `text` to a partial file beside `path`, then renames it into place.
 
-    A crash or a full disk leaves `path` as it was, never half-written, and no partial file.
+    A crash or a full disk leaves `path` as it was, never half-written, and no partial file
+    (`tfscones.written_aside`).
+
+    Raises:
+        DiskFull: If the disk is full, naming the folder.
     """
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    try:
+    with written_aside(path) as partial:
         partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def check_writable(path: str | Path | None, inputs: Iterable[str | Path | None] = ()) -> None:

@@ -45,13 +45,14 @@ from tfscones.decoding import common
 from tfscones.decoding.registry import (
     Decoder,
     NBest,
+    check_settings,
     decoder_arguments,
     register,
     setting,
     settings_count,
 )
 from tfscones.models.stepping import Decodable, StepModel
-from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE, Range
+from tfscones.ranges import DIVERSITY_STRENGTH, LENGTH_PENALTY, SEARCH_COUNT, Range
 
 NEG_INF = float("-inf")
 
@@ -140,9 +141,10 @@ def beam_search(
         model: A `Decodable` (`tfscones.models.stepping`): a model such as a
             `Seq2SeqTransformer`, or a `StepModel`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
-        beam_size: Alive hypotheses kept per sentence.
+        beam_size: Alive hypotheses kept per sentence (`tfscones.ranges.SEARCH_COUNT`).
         num_hypotheses: Finished hypotheses returned per sentence, between 1 and `beam_size`.
-        length_penalty: GNMT length-penalty exponent α ≥ 0 (0, the default, turns it off).
+        length_penalty: GNMT length-penalty exponent α in [0, 5] (0, the default, turns it
+            off; `tfscones.ranges.LENGTH_PENALTY` says why at most 5).
         max_length: Most tokens a hypothesis may have, EOS included: the static width of the
             cache and of `ids`. Defaults to `model.max_sequence_length`.
         max_length_a: Output tokens allowed per source token (default 1.5).
@@ -159,8 +161,7 @@ def beam_search(
     Raises:
         ValueError: If `beam_size`, `num_hypotheses` or `length_penalty` is out of range.
     """
-    _check_positive("beam_size", beam_size)
-    _check_in_range("num_hypotheses", num_hypotheses, 1, beam_size)
+    BeamSettings(beam_size, num_hypotheses, length_penalty)  # Refuses what Search refuses.
     return diverse_beam_search(
         model,
         source_ids,
@@ -207,7 +208,8 @@ def diverse_beam_search(
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         beam_size: Beams per sentence over all groups; a multiple of `num_groups`.
         num_groups: Number of groups G ≥ 1.
-        diversity_strength: λ ≥ 0, the penalty per earlier beam that chose the same token.
+        diversity_strength: λ in [0, 1000], the penalty per earlier beam that chose the same
+            token (`tfscones.ranges.DIVERSITY_STRENGTH`).
         hypotheses_per_group: Finished hypotheses each group returns, at most its size.
         length_penalty: As in `beam_search`.
         max_length: As in `beam_search`.
@@ -223,15 +225,19 @@ def diverse_beam_search(
         ValueError: If an argument is out of range or `beam_size` is not a multiple of
             `num_groups`.
     """
+    SEARCH_COUNT.check("beam_size", beam_size)
+    SEARCH_COUNT.check("num_groups", num_groups)
+    DIVERSITY_STRENGTH.check("diversity_strength", diversity_strength)
+    SEARCH_COUNT.check("hypotheses_per_group", hypotheses_per_group)
+    LENGTH_PENALTY.check("length_penalty", length_penalty)
     group_size = _checked_group_size(beam_size, num_groups, hypotheses_per_group)
-    NON_NEGATIVE.check("diversity_strength", diversity_strength)
     model = model.stepper()
     settings = _SearchSettings(
         num_groups=int(num_groups),
         group_size=group_size,
         finished_per_group=int(hypotheses_per_group),
         diversity_strength=float(diversity_strength),
-        length_penalty=_checked_length_penalty(length_penalty),
+        length_penalty=float(length_penalty),
         width=common.max_output_length(model, max_length),
         padded=bool(padded),
     )
@@ -239,28 +245,23 @@ def diverse_beam_search(
 
 
 def _checked_group_size(beam_size: int, num_groups: int, hypotheses_per_group: int) -> int:
-    """Beams per group, after refusing groups that do not split the beam or hold too few."""
-    _check_positive("beam_size", beam_size)
-    _check_in_range("num_groups", num_groups, 1, beam_size)
+    """Beams per group, after refusing groups that do not split the beam or hold too few.
+
+    The counts are each of their range already (`SEARCH_COUNT`); this checks them together.
+    """
+    _check_at_most("num_groups", num_groups, beam_size)
     if beam_size % num_groups:
         raise ValueError(
             f"beam_size ({beam_size}) must be a multiple of num_groups ({num_groups})."
         )
     group_size = beam_size // num_groups
-    _check_in_range("hypotheses_per_group", hypotheses_per_group, 1, group_size)
+    _check_at_most("hypotheses_per_group", hypotheses_per_group, group_size)
     return group_size
 
 
-def _check_positive(name: str, value: int) -> None:
-    AT_LEAST_ONE.check(name, value)
-
-
-def _check_in_range(name: str, value: int, low: int, high: int) -> None:
-    Range(low, high, integer=True).check(name, value)
-
-
-def _checked_length_penalty(length_penalty: float) -> float:
-    return NON_NEGATIVE.check("length_penalty", length_penalty)
+def _check_at_most(name: str, count: int, most: int) -> None:
+    """Refuses a count of `SEARCH_COUNT` above `most`, naming the range [1, most]."""
+    Range(1, most, integer=True).check(name, count)
 
 
 def _search(
@@ -644,9 +645,11 @@ def _best_first(finished: _Hypotheses, settings: _SearchSettings) -> BeamOutput:
     )
 
 
-BEAM_SIZE = setting(4, "--beam", "beams per sentence")
-NUM_HYPOTHESES = setting(1, None, "hypotheses returned per sentence, best first")
-LENGTH_PENALTY = setting(0.0, "--length-penalty", "GNMT length-penalty exponent (0: off)")
+BEAM_SIZE = setting(4, "--beam", "beams per sentence", SEARCH_COUNT)
+NUM_HYPOTHESES = setting(1, None, "hypotheses returned per sentence, best first", SEARCH_COUNT)
+LENGTH_PENALTY_EXPONENT = setting(
+    0.0, "--length-penalty", "GNMT length-penalty exponent (0: off)", LENGTH_PENALTY
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -655,12 +658,11 @@ class BeamSettings:
 
     beam_size: int = BEAM_SIZE
     num_hypotheses: int = NUM_HYPOTHESES
-    length_penalty: float = LENGTH_PENALTY
+    length_penalty: float = LENGTH_PENALTY_EXPONENT
 
     def __post_init__(self):
-        _check_positive("beam_size", self.beam_size)
-        _check_in_range("num_hypotheses", self.num_hypotheses, 1, self.beam_size)
-        _checked_length_penalty(self.length_penalty)
+        check_settings(self)
+        _check_at_most("num_hypotheses", self.num_hypotheses, self.beam_size)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -673,17 +675,18 @@ class DiverseBeamSettings:
 
     beam_size: int = BEAM_SIZE
     num_hypotheses: int = NUM_HYPOTHESES
-    length_penalty: float = LENGTH_PENALTY
-    num_groups: int = setting(2, "--groups", "groups the beams are split into")
+    length_penalty: float = LENGTH_PENALTY_EXPONENT
+    num_groups: int = setting(2, "--groups", "groups the beams are split into", SEARCH_COUNT)
     diversity_strength: float = setting(
-        0.5, "--diversity-strength", "penalty per earlier group's beam that chose the same token"
+        0.5,
+        "--diversity-strength",
+        "penalty per earlier group's beam that chose the same token",
+        DIVERSITY_STRENGTH,
     )
 
     def __post_init__(self):
+        check_settings(self)
         _checked_group_size(self.beam_size, self.num_groups, self.hypotheses_per_group)
-        AT_LEAST_ONE.check("num_hypotheses", self.num_hypotheses)
-        NON_NEGATIVE.check("diversity_strength", self.diversity_strength)
-        _checked_length_penalty(self.length_penalty)
 
     @property
     def hypotheses_per_group(self) -> int:

@@ -1,26 +1,31 @@
 """The decoders by name: what `Search`, `tfscones translate` and the SavedModel choose from.
 
 A decoder is one module that ends with one `register(Decoder(...))`: its name, its settings (a
-frozen dataclass whose fields are declared with `setting`, checked in its `__post_init__`), the
-function that runs it and returns an `NBest`, and how many hypotheses and decoder rows it gives
-each sentence. Everything else reads the registry: `Search("beam", beam_size=8)` builds and
-checks the settings of the decoder named, `tfscones translate` makes a flag of every setting
-(`--search beam --beam 8`), and a `tfscones.serving.TranslationModule` makes a signature of any
+frozen dataclass whose fields are declared with `setting`, each with its allowed range, and
+checked by `check_settings` in its `__post_init__`), the function that runs it and returns an
+`NBest`, and how many hypotheses and decoder rows it gives each sentence. Everything else reads
+the registry: `Search("beam", beam_size=8)` builds and checks the settings of the decoder named,
+`tfscones translate` makes a flag of every setting (`--search beam --beam 8`, checked against
+the setting's range), and a `tfscones.serving.TranslationModule` makes a signature of any
 `Search`, sizing its memory check by the rows a sentence takes.
 
-Example, a decoder that always returns the empty translation:
+Example, a decoder that returns the empty translation `num_hypotheses` times:
 ```python
 @dataclasses.dataclass(frozen=True)
 class EmptySettings:
-    pass
+    num_hypotheses: int = setting(1, None, "empty translations a sentence", SEARCH_COUNT)
+
+    def __post_init__(self):
+        check_settings(self)
 
 def decode_empty(stepper, source_ids, settings, limits, jit_compile):
-    batch = tf.shape(source_ids)[0]
-    ids = tf.fill([batch, 1, 1], EOS_ID)
-    zeros = tf.zeros([batch, 1])
-    return NBest(ids, tf.ones([batch, 1], tf.int32), zeros, zeros)
+    shape = [tf.shape(source_ids)[0], settings.num_hypotheses]
+    zeros = tf.zeros(shape)
+    return NBest(tf.fill([*shape, 1], EOS_ID), tf.ones(shape, tf.int32), zeros, zeros)
 
-register(Decoder("empty", "the empty translation", EmptySettings, decode_empty))
+register(
+    Decoder("empty", "the empty translation", EmptySettings, decode_empty, settings_count)
+)
 ```
 """
 
@@ -33,6 +38,7 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from tfscones.decoding.common import OutputLimits
+from tfscones.ranges import Range
 
 
 class NBest(NamedTuple):
@@ -54,16 +60,45 @@ class NBest(NamedTuple):
     log_scores: tf.Tensor
 
 
-def setting(default: Any, flag: str | None, help: str) -> Any:  # noqa: A002 (argparse's name)
-    """A field of a decoder's settings: its default, its command-line flag and its help.
+def setting(
+    default: Any,
+    flag: str | None,
+    help: str,  # noqa: A002 (argparse's name)
+    allowed: Range | None = None,
+    hint: str = "",
+) -> Any:
+    """A field of a decoder's settings: its default, its flag, its help and its allowed range.
 
     Args:
-        default: The value when none is given (its type is the flag's type).
+        default: The value when none is given.
         flag: The `tfscones translate` flag that sets it; None for one the command sets itself
             (`HYPOTHESES_SETTING`, from `--nbest`).
         help: One line for `--help`.
+        allowed: The numbers it may take (`tfscones.ranges`): `check_settings` refuses others,
+            and the flag parses and checks its value with it. None leaves it unchecked and the
+            flag of the default's type.
+        hint: A sentence the refusal adds (`0 keeps all tokens.`).
     """
-    return dataclasses.field(default=default, metadata={"flag": flag, "help": help})
+    metadata = {"flag": flag, "help": help, "allowed": allowed, "hint": hint}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def check_settings(settings: Any) -> None:
+    """Checks every field of a settings dataclass against its `allowed` range, in field order.
+
+    Called first in each settings' `__post_init__`, so that cross-field checks (no more
+    hypotheses than beams) see only values of their ranges. Each checked value is kept as a
+    plain `int` or `float` (`Range.check`), so settings compare, hash and write to JSON alike
+    whether given as Python or numpy numbers.
+
+    Raises:
+        ValueError: Naming the first field outside its range, its value and the range.
+    """
+    for field in dataclasses.fields(settings):
+        allowed = field.metadata.get("allowed")
+        if allowed is not None:
+            value = allowed.check(field.name, getattr(settings, field.name), field.metadata["hint"])
+            object.__setattr__(settings, field.name, value)
 
 
 def one_per_sentence(settings: Any, stepper: Any) -> int:
@@ -97,7 +132,8 @@ class Decoder:
         name: What `Search(name)` and `--search name` call it.
         summary: One line for `--help`.
         settings: A frozen dataclass of its settings (fields made with `setting`); its
-            `__post_init__` refuses values out of range with a `ValueError` naming them.
+            `__post_init__` calls `check_settings`, then refuses combinations that do not go
+            together, with a `ValueError` naming them.
         decode: `decode(stepper, source_ids, settings, limits, jit_compile) -> NBest`, on a
             `tfscones.models.stepping.StepModel` and int32 source ids `[batch, length]`.
         hypotheses: `hypotheses(settings, stepper)`, the hypotheses it returns per sentence;

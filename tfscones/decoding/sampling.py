@@ -40,9 +40,9 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from tfscones.decoding import common, registry
-from tfscones.decoding.registry import NBest, decoder_arguments, setting
+from tfscones.decoding.registry import NBest, check_settings, decoder_arguments, setting
 from tfscones.models.stepping import Decodable
-from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE_INTEGER, POSITIVE, Range
+from tfscones.ranges import NUCLEUS_MASS, SAMPLING_SEED, SEARCH_COUNT, TEMPERATURE, TOP_K
 
 _MANTISSA_BITS = 23
 
@@ -105,13 +105,15 @@ def sample_decode(
             `Seq2SeqTransformer`, or a `StepModel`.
         source_ids: int `[batch, source_length]`, each row ending with EOS, padded with 0.
         num_samples: Samples per source sentence, at least 1.
-        temperature: T > 0, finite: the sampled distribution is ∝ exp(log_scores / T). Below 1
-            it sharpens the head's distribution (T → 0 is greedy search), above 1 it flattens it.
+        temperature: T in [1e-30, 1e30]: the sampled distribution is ∝ exp(log_scores / T).
+            Below 1 it sharpens the head's distribution (T → 0 is greedy search), above 1 it
+            flattens it (`tfscones.ranges.TEMPERATURE` says why these ends).
         top_k: Keep only the `top_k` highest-scoring tokens at each step; 0 keeps all.
         top_p: Nucleus mass, 0 < top_p ≤ 1: keep the smallest set of highest-scoring tokens whose
             tempered probability reaches `top_p`; 1 keeps all.
-        seed: Two integers (a tuple or an int tensor of shape `[2]`). The same seed gives the
-            same samples, eagerly, in `tf.function` and under XLA.
+        seed: Two integers in [0, 2**63 - 1] (a tuple, or an int tensor of shape `[2]`, whose
+            values are not checked). The same seed gives the same samples, eagerly, in
+            `tf.function` and under XLA.
         max_length: Most tokens any sample may produce, EOS included: the static length of the
             decoding cache and the width of `ids`. Defaults to `model.max_sequence_length`.
         max_length_a: Output tokens allowed per source token (default 1.5).
@@ -122,8 +124,9 @@ def sample_decode(
         A `SamplingOutput` `(ids, lengths, scores)`.
 
     Raises:
-        ValueError: If an argument is outside its range (`num_samples` < 1, `temperature` not
-            positive and finite, `top_k` < 0, `top_p` outside (0, 1], `seed` not two integers,
+        ValueError: If an argument is outside its range (`tfscones.ranges`: `num_samples`
+            outside `SEARCH_COUNT`, `temperature` outside `TEMPERATURE`, `top_k` outside
+            `TOP_K`, `top_p` outside `NUCLEUS_MASS`, `seed` not two numbers of `SAMPLING_SEED`,
             `max_length` not positive, `max_length_a` or `max_length_b` negative).
     """
     validate_sampling_arguments(num_samples, temperature, top_k, top_p)
@@ -227,40 +230,53 @@ def _as_seed(seed: tuple[int, int] | tf.Tensor) -> tf.Tensor:
     """The seed as an int64 tensor of shape `[2]`.
 
     Raises:
-        ValueError: If the seed is not two integers.
+        ValueError: If the seed is not two integers, or (unless a tensor) not two numbers of
+            `SAMPLING_SEED`.
     """
+    refusal = f"seed must be two whole numbers in {SAMPLING_SEED} (got {seed!r})."
+    if not tf.is_tensor(seed):
+        values = list(seed) if isinstance(seed, (tuple, list)) else [seed]
+        if len(values) != 2 or not all(SAMPLING_SEED.allows(value) for value in values):
+            raise ValueError(refusal)
     tensor = tf.convert_to_tensor(seed, dtype_hint=tf.int64)
     if not tensor.dtype.is_integer or tensor.shape.rank != 1 or tensor.shape[0] != 2:
-        raise ValueError(f"seed must be two integers, shape [2], got {seed!r}.")
+        raise ValueError(refusal)
     return tf.cast(tensor, tf.int64)
 
 
-NUCLEUS_MASS = Range(0, 1, low_open=True)
-"""`top_p`: the probability mass nucleus sampling keeps."""
+TOP_K_HINT = "0 keeps all tokens."
+TOP_P_HINT = "1 keeps all tokens."
+TEMPERATURE_HINT = f"Below {TEMPERATURE.low:g} sampling is greedy search: use greedy search."
 
 
 def validate_sampling_arguments(
     num_samples: int, temperature: float, top_k: int, top_p: float
 ) -> None:
     """Raises a ValueError naming the first argument outside its allowed range."""
-    AT_LEAST_ONE.check("num_samples", num_samples)
-    POSITIVE.check("temperature", temperature)
-    NON_NEGATIVE_INTEGER.check("top_k", top_k, "0 keeps all tokens.")
-    NUCLEUS_MASS.check("top_p", top_p, "1 keeps all tokens.")
+    SEARCH_COUNT.check("num_samples", num_samples)
+    TEMPERATURE.check("temperature", temperature, TEMPERATURE_HINT)
+    TOP_K.check("top_k", top_k, TOP_K_HINT)
+    NUCLEUS_MASS.check("top_p", top_p, TOP_P_HINT)
 
 
 @dataclasses.dataclass(frozen=True)
 class SamplingSettings:
     """The settings of `sample_decode` (see there); checked when made."""
 
-    num_hypotheses: int = setting(1, None, "samples per sentence, in the order drawn")
-    temperature: float = setting(1.0, "--temperature", "sampling temperature")
-    top_k: int = setting(0, "--top-k", "sample among the k best tokens (0: all)")
-    top_p: float = setting(1.0, "--top-p", "sample within the nucleus of this mass (1: all)")
-    seed: int = setting(0, "--seed", "sampling seed: the same seed draws the same samples")
+    num_hypotheses: int = setting(1, None, "samples per sentence, in the order drawn", SEARCH_COUNT)
+    temperature: float = setting(
+        1.0, "--temperature", "sampling temperature", TEMPERATURE, TEMPERATURE_HINT
+    )
+    top_k: int = setting(0, "--top-k", "sample among the k best tokens (0: all)", TOP_K, TOP_K_HINT)
+    top_p: float = setting(
+        1.0, "--top-p", "sample within the nucleus of this mass (1: all)", NUCLEUS_MASS, TOP_P_HINT
+    )
+    seed: int = setting(
+        0, "--seed", "sampling seed: the same seed draws the same samples", SAMPLING_SEED
+    )
 
     def __post_init__(self):
-        validate_sampling_arguments(self.num_hypotheses, self.temperature, self.top_k, self.top_p)
+        check_settings(self)
 
 
 def _sampled_nbest(stepper, source_ids, settings: SamplingSettings, limits, jit_compile) -> NBest:

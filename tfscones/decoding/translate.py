@@ -87,7 +87,7 @@ def cut_sources(
     A source of more than `max_source_length - 1` pieces is cut to that many (EOS comes last):
     `source_ids_for_model` keeps its first pieces only.
     """
-    return _cut_rows(tokenizer.tokenize(_as_strings(sentences)), max_source_length)
+    return _cut_rows(tokenizer.tokenize(sentence_tensor(sentences)), max_source_length)
 
 
 def unknown_sources(tokenizer: Any, sentences: Sequence[str] | tf.Tensor) -> dict[int, int]:
@@ -97,7 +97,7 @@ def unknown_sources(tokenizer: Any, sentences: Sequence[str] | tf.Tensor) -> dic
     for, a character SentencePiece cannot piece) is read as the unknown symbol (id 2), never
     dropped; this says where that happens, so that a program can report it.
     """
-    counts = count_unknown(tokenizer.tokenize(_as_strings(sentences))).numpy()
+    counts = count_unknown(tokenizer.tokenize(sentence_tensor(sentences))).numpy()
     return {int(i): int(counts[i]) for i in np.flatnonzero(counts)}
 
 
@@ -249,7 +249,7 @@ def translate_nbest(
     AT_LEAST_ONE.check("batch_size", batch_size)
     _check_policy(long_sources)
     search = Search("beam", beam_size=4, num_hypotheses=4) if search is None else search
-    strings = _as_strings(sentences)
+    strings = sentence_tensor(sentences)
     count, max_length = int(strings.shape[0]), model.max_sequence_length
     pieces = tokenizer.tokenize(strings)
     _apply_policy(_cut_rows(pieces, max_length), count, max_length, long_sources)
@@ -270,8 +270,14 @@ def translate_nbest(
     return results
 
 
-def _as_strings(sentences: Sequence[str] | tf.Tensor) -> tf.Tensor:
-    """The sentences as a string tensor `[count]`; refuses one string and non-strings."""
+def sentence_tensor(sentences: Sequence[str] | tf.Tensor) -> tf.Tensor:
+    """The sentences as a string tensor `[count]`: the check every path that takes text shares.
+
+    Raises:
+        TypeError: For one string (not a list of them), and for sentences that are not strings.
+        ValueError: For a string that is not Unicode text (a lone surrogate, which has no
+            UTF-8 form), naming the sentence, and for a tensor that is not one-dimensional.
+    """
     if isinstance(sentences, (str, bytes)):
         raise TypeError(
             "sentences must be a list of sentences, not one string (which would translate "
@@ -284,12 +290,29 @@ def _as_strings(sentences: Sequence[str] | tf.Tensor) -> tf.Tensor:
         kinds = sorted({type(s).__name__ for s in sentences if not isinstance(s, (str, bytes))})
         if kinds:
             raise TypeError(f"sentences must be strings; got {', '.join(kinds)}.")
-        strings = tf.constant(sentences, dtype=tf.string, shape=[len(sentences)])
+        strings = tf.constant(
+            [_utf8(index, s) for index, s in enumerate(sentences)],
+            dtype=tf.string,
+            shape=[len(sentences)],
+        )
     if strings.dtype != tf.string:
         raise TypeError(f"sentences must be strings; got a tensor of {strings.dtype.name}.")
     if strings.shape.rank != 1:
         raise ValueError(f"sentences must be one-dimensional, got shape {strings.shape}.")
     return strings
+
+
+def _utf8(index: int, sentence: str | bytes) -> bytes:
+    """A sentence's UTF-8 bytes (bytes as they are: the graph repairs invalid UTF-8)."""
+    if isinstance(sentence, bytes):
+        return sentence
+    try:
+        return sentence.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"sentences[{index}] is not Unicode text: {error.reason} at character {error.start} "
+            f"({sentence[error.start]!r})."
+        ) from None
 
 
 def _decoded_batches(

@@ -54,4 +54,33 @@ def load_run(
     """
     run = RunFolder(run_dir)
     run.check_decodable()
-    return load_model(run.model), load_tokenizer(run.tokenizer)
+    model, tokenizer = load_model(run.model), load_tokenizer(run.tokenizer)
+    check_vocabulary_fits(tokenizer, model.vocabulary_size, run.tokenizer)
+    return model, tokenizer
+
+
+def check_vocabulary_fits(
+    tokenizer: Tokenizer | SymbolTokenizer,
+    vocabulary_size: int,
+    vocabulary: str | os.PathLike,
+    owner: str = "the model's vocabulary",
+) -> None:
+    """Refuses a vocabulary of another size than the model's, the check every loader shares.
+
+    A vocabulary of another run, or a damaged (cut short) `spm.model`, loads as a tokenizer of
+    other ids: its translations would be nonsense, or an embedding lookup out of range.
+
+    Args:
+        tokenizer: The loaded vocabulary.
+        vocabulary_size: The model's (or the run config's) vocabulary size.
+        vocabulary: The vocabulary's file, for the message.
+        owner: What `vocabulary_size` is the size of, for the message.
+
+    Raises:
+        ValueError: Naming the file and both sizes.
+    """
+    if tokenizer.vocab_size != vocabulary_size:
+        raise ValueError(
+            f"{vocabulary} has {tokenizer.vocab_size:,} entries but {owner} has "
+            f"{vocabulary_size:,}: it is another run's, or damaged"
+        )

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tfscones.reproduction.records import RunRecord
+from tfscones.reproduction.run_outputs import EXPECTATIONS, Place, read_json
 from tfscones.training.config import data_path
 
 EXPECTATIONS_FILE = "expected_bleu.json"
@@ -62,8 +63,16 @@ def write_expectations(path: Path, points: dict[str, list[MeasuredPoint]]) -> No
 
 
 def read_expectations(path: str | Path = SHIPPED_EXPECTATIONS) -> dict[str, list[MeasuredPoint]]:
-    """The measured points of a file (by default the copy shipped with the package)."""
-    value = json.loads(data_path(str(path)).read_text(encoding="utf-8"))
+    """The measured points of a file (by default the copy shipped with the package).
+
+    Raises:
+        tfscones.reproduction.run_outputs.RunOutputError: If the file is missing or damaged,
+            naming it.
+    """
+    file = data_path(str(path))
+    value = read_json(file, EXPECTATIONS)
+    if value is None:
+        raise Place(file).error("missing")
     return {config: [MeasuredPoint(**point) for point in found] for config, found in value.items()}
 
 

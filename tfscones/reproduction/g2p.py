@@ -38,6 +38,7 @@ from tfscones.reproduction.plans import (
     g2p_losses,
     g2p_recipe_runs,
 )
+from tfscones.reproduction.run_outputs import G2P_ENSEMBLE, read_json
 from tfscones.run_folder import RunFolder
 from tfscones.training.config import ExperimentConfig
 from tfscones.training.splits import sentence_pairs, split_languages
@@ -139,12 +140,18 @@ def ensemble_file(out_dir: Path, recipe: EnsembleRecipe) -> Path:
 
 
 def read_ensemble(out_dir: Path, recipe: EnsembleRecipe) -> dict | None:
-    """An ensemble's recorded evaluation, or None if there is none of these runs."""
-    path = ensemble_file(out_dir, recipe)
-    if not path.is_file():
-        return None
-    record = json.loads(path.read_text(encoding="utf-8"))
-    return record if record.get("runs") == [run.name for run in recipe.runs] else None
+    """An ensemble's recorded evaluation, or None if there is none of these runs.
+
+    Raises:
+        tfscones.reproduction.run_outputs.RunOutputError: If the file is damaged, naming it.
+    """
+    record = read_json(ensemble_file(out_dir, recipe), G2P_ENSEMBLE)
+    return record if record and record["runs"] == [run.name for run in recipe.runs] else None
+
+
+def read_ensembles(out_dir: Path) -> list[dict | None]:
+    """The recorded evaluation of each ensemble the plan can decode now (None: not yet)."""
+    return [read_ensemble(out_dir, recipe) for recipe in ensemble_recipes(out_dir)]
 
 
 def evaluate_ensembles(out_dir: Path, config_of) -> list[str]:

@@ -25,7 +25,7 @@ from tfscones.reproduction.plans import (
     g2p_recipe_runs,
 )
 from tfscones.reproduction.records import RunRecord
-from tfscones.reproduction.verdicts import AGREES, DISAGREES, NO_SPREAD, TOO_SMALL, Claim
+from tfscones.reproduction.verdicts import DISAGREES, Claim, bleu_verdict, condition_verdict
 
 SEARCH = "beam5"
 # Peters & Martins 2021, Table 1: (WER, its std, PER, its std) of single models over runs, and
@@ -226,13 +226,7 @@ def mean_rate(records: list[RunRecord], run: PlannedRun | None, key: str) -> flo
 
 def _lower_verdict(ours: float, other: float, spread: float | None) -> str:
     """Whether `ours` is lower than `other` (a rate, lower is better) by more than the spread."""
-    if spread is None:
-        return NO_SPREAD
-    if other - ours > spread:
-        return AGREES
-    if ours - other > spread:
-        return DISAGREES
-    return TOO_SMALL
+    return bleu_verdict(other - ours, spread)
 
 
 def _claims(by_name, records, chosen, results_dir: Path, spread) -> list[Claim]:
@@ -288,7 +282,8 @@ def _best_claim(records, chosen) -> Claim:
         + ", ".join(f"{loss} {value:.2f}" for loss, value in means.items())
         + "."
     )
-    return Claim(text, evidence, AGREES if smoothed_sparse else DISAGREES)
+    numbers = {f"{loss} WER": value for loss, value in means.items()}
+    return Claim(text, evidence, condition_verdict(smoothed_sparse, numbers))
 
 
 def ensemble_rate(results_dir: Path, loss: str, key: str) -> float | None:
@@ -310,7 +305,8 @@ def _ensemble_claim(results_dir: Path) -> Claim:
     wer, per = record[SEARCH]["wer"], record[SEARCH]["per"]
     better = wer < PREVIOUS_BEST[0] and per < PREVIOUS_BEST[1]
     evidence = f"{_ensemble_label(recipe)}: {wer:.2f} WER / {per:.2f} PER."
-    return Claim(text, evidence, AGREES if better else DISAGREES)
+    numbers = {"ensemble WER": wer, "ensemble PER": per}
+    return Claim(text, evidence, condition_verdict(better, numbers))
 
 
 def _ensemble_label(recipe: EnsembleRecipe) -> str:

@@ -27,11 +27,11 @@ budgets, so that the demo, bounded by minutes, can say what its step count shoul
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from tfscones.evaluation.selection import selection_metric
+from tfscones.evaluation.selection import METRICS, selection_metric
+from tfscones.reproduction.run_outputs import RESULTS, read_json
 from tfscones.run_folder import RunFolder
 
 MULTI30K_FILES = {
@@ -197,11 +197,12 @@ class Plan:
 
 
 def finished_results(out_dir: Path, run: PlannedRun) -> dict | None:
-    """The run's `results.json`, or None if it has not finished."""
-    path = RunFolder(out_dir / run.name).results
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    """The run's `results.json`, or None if it has not finished.
+
+    Raises:
+        tfscones.reproduction.run_outputs.RunOutputError: If the file is damaged, naming it.
+    """
+    return read_json(RunFolder(out_dir / run.name).results, RESULTS)
 
 
 def scones_run(alpha: float, seed: int = 1) -> PlannedRun:
@@ -256,13 +257,12 @@ class DevChoice:
 def dev_score(results: dict) -> tuple[str, float]:
     """The metric that chose a run's model and its best dev score (`best_dev_bleu`, ...).
 
-    Raises:
-        ValueError: If `results` holds no `best_dev_*` figure.
+    Args:
+        results: A `results.json` as `tfscones.reproduction.run_outputs.RESULTS` reads it,
+            which holds one `best_dev_*` figure of a selection metric at least.
     """
-    for key, value in results.items():
-        if key.startswith("best_dev_"):
-            return key.removeprefix("best_dev_"), value
-    raise ValueError("results.json holds no best_dev_* figure")
+    name = next(name for name in METRICS if f"best_dev_{name}" in results)
+    return name, results[f"best_dev_{name}"]
 
 
 def dev_choice(out_dir: Path, runs: Collection[PlannedRun]) -> DevChoice | None:

@@ -3,26 +3,39 @@
 A run folder written by `tfscones reproduce` keeps, beside the models and backups that stay
 out of the repository, the files the report is made from: `config.yaml`, `results.json`,
 `history.csv`, `evaluation.json` and `analysis.json`. `read_run` reads whichever exist;
-`read_moe_comparison` reads the moe plan's comparison of its two runs.
+`read_moe_comparison` reads the moe plan's comparison of its two runs. Both read through
+`tfscones.reproduction.run_outputs`, so a damaged file is a `RunOutputError` naming it.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 from pathlib import Path
 
-import yaml
-
-from tfscones.evaluation.analysis import ModelAnalysis
-from tfscones.reproduction.plans import MOE, PlannedRun, moe_compared_runs
+from tfscones.evaluation.analysis import REFERENCE_BEAM, ModelAnalysis
+from tfscones.reproduction import run_outputs
+from tfscones.reproduction.plans import MOE, PLANS, PlannedRun, moe_compared_runs
+from tfscones.reproduction.run_outputs import (
+    ANALYSIS,
+    BLEU_EVALUATION,
+    CONFIG,
+    DIVERSITY,
+    EXPERTS,
+    G2P_EVALUATION,
+    RESULTS,
+    Object,
+    Place,
+    read_csv_rows,
+    read_yaml_file,
+)
 from tfscones.run_folder import RunFolder
 
 
 @dataclasses.dataclass(frozen=True)
 class RunRecord:
     """The outputs of one planned run; None (or empty) for what it has not written yet.
+
+    The config and the history are those of a finished run only.
 
     Attributes:
         run: The planned run.
@@ -65,21 +78,60 @@ class RunRecord:
 
 
 def read_run(out_dir: Path, run: PlannedRun) -> RunRecord:
-    """The run's record from `out_dir/<run name>/`."""
+    """The run's record from `out_dir/<run name>/`.
+
+    The config and the history of a run that has not finished are not read: training writes
+    them as it goes (a killed run's last history row may be cut short until it resumes).
+
+    Raises:
+        RunOutputError: If a file of the run is damaged, naming the file and the field.
+    """
     folder = RunFolder(out_dir / run.name)
-    analysis_record = read_json(folder.analysis)
-    config_file = folder.config
+    results = read_results(folder.results)
+    analysis = read_analysis(folder.analysis)
+    evaluation = G2P_EVALUATION if run.corpus == "g2p" else BLEU_EVALUATION
     return RunRecord(
         run=run,
-        config=yaml.safe_load(config_file.read_text(encoding="utf-8"))
-        if config_file.is_file()
-        else None,
-        results=read_json(folder.results),
-        history=_history(folder.history),
-        evaluation=read_json(folder.evaluation),
-        analysis=ModelAnalysis.from_dict(analysis_record["analysis"]) if analysis_record else None,
-        analysis_settings=analysis_record["settings"] if analysis_record else None,
+        config=read_yaml_file(folder.config, CONFIG) if results else None,
+        results=results,
+        history=read_csv_rows(folder.history, "epoch") if results else [],
+        evaluation=run_outputs.read_json(folder.evaluation, evaluation),
+        analysis=ModelAnalysis.from_dict(analysis["analysis"]) if analysis else None,
+        analysis_settings=analysis["settings"] if analysis else None,
     )
+
+
+def read_records(results_dir: Path) -> dict[str, list[RunRecord]]:
+    """The records of every plan's runs known so far, by plan name.
+
+    Raises:
+        RunOutputError: If a file of a run is damaged, naming the file and the field.
+    """
+    return {
+        name: [read_run(results_dir, run) for run in plan.runs(results_dir)]
+        for name, plan in PLANS.items()
+    }
+
+
+def read_results(path: Path) -> dict | None:
+    """A `results.json`; None if there is none (the run has not finished)."""
+    return run_outputs.read_json(path, RESULTS)
+
+
+def read_analysis(path: Path) -> dict | None:
+    """An `analysis.json`, its beam curve with the reference beam; None if there is none."""
+    analysis = run_outputs.read_json(path, ANALYSIS)
+    if analysis is None:
+        return None
+    if REFERENCE_BEAM not in [point["beam_size"] for point in analysis["analysis"]["beam_curve"]]:
+        raise Place(path, "analysis.beam_curve").error(
+            f"no point of beam size {REFERENCE_BEAM}, which the claims compare with"
+        )
+    return analysis
+
+
+MOE_METHODS = ("hard-MoE", "beam")
+"""The methods of the moe comparison its claims compare, by the start of their names."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,13 +168,28 @@ def moe_comparison_files(results_dir: Path) -> tuple[Path, Path]:
 
 
 def read_moe_comparison(results_dir: Path) -> MoeComparison | None:
-    """The moe comparison, or None if there is none of the plan's current runs."""
+    """The moe comparison, or None if there is none of the plan's current runs.
+
+    Raises:
+        RunOutputError: If `diversity.json` or `experts.json` is damaged, or the diversity
+            lacks the hard-MoE model or beam search, naming the file and the field.
+    """
     diversity_file, experts_file = moe_comparison_files(results_dir)
-    diversity, experts = read_json(diversity_file), read_json(experts_file)
+    diversity = run_outputs.read_json(diversity_file, DIVERSITY)
+    experts = run_outputs.read_json(experts_file, EXPERTS)
+    if diversity is not None:
+        _check_methods(diversity_file, diversity["methods"])
     runs = moe_run_names(results_dir)
     if runs is None or diversity is None or experts is None or diversity.get("runs") != runs:
         return None
     return MoeComparison(runs, diversity["sentences"], diversity["methods"], experts)
+
+
+def _check_methods(path: Path, methods: dict) -> None:
+    """Refuses a diversity comparison without a method the claims compare (`MOE_METHODS`)."""
+    for method in MOE_METHODS:
+        if not any(name.startswith(method) for name in methods):
+            raise Place(path, "methods").error(f"no method named {method}...")
 
 
 def code_version_label(code: dict | None) -> str:
@@ -141,19 +208,12 @@ def code_version_label(code: dict | None) -> str:
 
 
 def read_json(path: Path) -> dict | None:
-    """A JSON file's value; None if there is no such file."""
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    """A file holding a JSON object, through the run-outputs reader; None if there is none.
 
-
-def _history(path: Path) -> list[dict]:
-    """The epoch rows of a Keras `CSVLogger` file, numbers as floats (empty cells left out)."""
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8", newline="") as file:
-        return [
-            {key: float(value) for key, value in row.items() if value not in ("", None)}
-            for row in csv.DictReader(file)
-        ]
+    The caller checks the fields it reads; `run_outputs.read_json` with a shape checks them on
+    reading.
+    """
+    return run_outputs.read_json(path, Object())
 
 
 def seed_scores(records: list[RunRecord]) -> dict[str, dict[int, float]]:

@@ -21,7 +21,11 @@ For every run of the plan (`tfscones.reproduction.plans`), in order, into `OUT/<
    chosen recipe's seeds (`tfscones.reproduction.g2p`).
 
 Each step writes its file only when it is complete, so a killed reproduction started again
-goes on where it stopped. `tfscones report OUT` turns the folder into the results page.
+goes on where it stopped. Before the first step every output of the plan already in the folder
+is read (`tfscones.reproduction.run_outputs`): a damaged one stops the reproduction with a
+`RunOutputError` naming the file and the field, and is never trained, evaluated or compared
+over; moved away, its step is redone. `tfscones report OUT` turns the folder into the results
+page.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from tfscones.reproduction.plans import (
 from tfscones.reproduction.records import (
     moe_comparison_files,
     moe_run_names,
+    read_analysis,
     read_moe_comparison,
     read_run,
 )
@@ -142,6 +147,8 @@ def reproduce(
 
     Raises:
         ValueError: If `paper` is not a plan's name, or `only` names a run it does not have.
+        tfscones.reproduction.run_outputs.RunOutputError: If an output of the plan in
+            `out_dir` is damaged, naming the file and the field, before any step.
         tfscones.training.config.ConfigError: If a run's config is invalid or a data file is
             missing.
     """
@@ -149,6 +156,7 @@ def reproduce(
         raise ValueError(f"unknown paper {paper!r}; allowed: {', '.join(PLANS)}.")
     plan, out_dir = PLANS[paper], Path(out_dir)
     _check_run_names(plan, out_dir, only)
+    check_outputs(plan, out_dir)
     for run in plan.fixed_runs:
         runner.check_config(run_config(run, out_dir, data_dir, overrides))
     done, steps = [], _steps()
@@ -170,6 +178,18 @@ def reproduce(
     ):
         done += _COMPARISONS[plan.name](out_dir, data_dir)
     return done
+
+
+def check_outputs(plan: Plan, out_dir: Path) -> None:
+    """Reads every output of the plan's runs and of its comparison that `out_dir` holds.
+
+    Raises:
+        tfscones.reproduction.run_outputs.RunOutputError: If one is damaged, naming it.
+    """
+    for run in plan.runs(out_dir):
+        read_run(out_dir, run)
+    if plan.name in _COMPARISON_READERS:
+        _COMPARISON_READERS[plan.name](out_dir)
 
 
 def _check_run_names(plan: Plan, out_dir: Path, names: Sequence[str]) -> None:
@@ -234,10 +254,8 @@ def _evaluation(config: ExperimentConfig) -> dict:
 def _is_analysed(run: PlannedRun, out_dir: Path, settings: AnalysisSettings) -> bool:
     if not run.analysed:
         return True
-    path = RunFolder(out_dir / run.name).analysis
-    if not path.is_file():
-        return False
-    return json.loads(path.read_text(encoding="utf-8"))["settings"] == settings.as_dict()
+    analysis = read_analysis(RunFolder(out_dir / run.name).analysis)
+    return analysis is not None and analysis["settings"] == settings.as_dict()
 
 
 def _analyse(config: ExperimentConfig, settings: AnalysisSettings, progress) -> None:
@@ -315,12 +333,17 @@ def _compare_moe(baseline: Path, mixture: Path) -> tuple[dict, dict, int]:
 
 def _demo_expectations(out_dir: Path) -> list[str]:
     """The demo plan's test BLEU by step budget, for `tfscones demo` to compare with."""
-    path = out_dir / DEMO.name / EXPECTATIONS_FILE
     points = measured_points([read_run(out_dir, run) for run in DEMO.runs(out_dir)])
-    if path.is_file() and read_expectations(path) == points:
+    if _demo_table(out_dir) == points:
         return []
-    write_expectations(path, points)
+    write_expectations(out_dir / DEMO.name / EXPECTATIONS_FILE, points)
     return [f"tabled {DEMO.name}"]
+
+
+def _demo_table(out_dir: Path) -> dict | None:
+    """The demo plan's table of test BLEU by step budget, or None if there is none yet."""
+    path = out_dir / DEMO.name / EXPECTATIONS_FILE
+    return read_expectations(path) if path.exists() else None
 
 
 def _g2p_ensembles(out_dir: Path, data_dir: str) -> list[str]:
@@ -332,6 +355,11 @@ _COMPARISONS = {
     MOE.name: lambda out_dir, data_dir: _moe_comparison(out_dir),
     DEMO.name: lambda out_dir, data_dir: _demo_expectations(out_dir),
     G2P.name: _g2p_ensembles,
+}
+_COMPARISON_READERS = {
+    MOE.name: read_moe_comparison,
+    DEMO.name: _demo_table,
+    G2P.name: g2p.read_ensembles,
 }
 
 

@@ -9,6 +9,7 @@ hard-MoE figures are on the multi-reference Tatoeba dev set.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -168,12 +169,17 @@ TARGETS = (
 
 
 def targets_table(records: dict[str, list[RunRecord]], results_dir: Path) -> list[str]:
-    """One row per target: its value in the records and whether it is met."""
+    """One row per target: its value in the records and whether it is met.
+
+    A value that is not finite is shown as it is and not judged.
+    """
     lines = ["| target | value | |", "|---|---|---|"]
     for target in TARGETS:
         value = target.value(records, results_dir)
         if value is None:
             lines.append(f"| {target.text} | not run yet | |")
+        elif not math.isfinite(value):
+            lines.append(f"| {target.text} | {value} | not judged (not a finite number) |")
         else:
             verdict = "met" if target.met(value) else "missed"
             lines.append(f"| {target.text} | {target.render(value)} | {verdict} |")

@@ -54,7 +54,14 @@ from tfscones.data.symbol_vocab import SPECIAL_SYMBOLS, SymbolTokenizer
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, UNK_ID
 from tfscones.heads import SoftmaxHead
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer, load_model
-from tfscones.serving.export import ExportError, input_files, staged_folder
+from tfscones.ranges import AT_LEAST_ONE
+from tfscones.serving.export import (
+    ExportError,
+    check_parents,
+    holds_something,
+    input_files,
+    staged_folder,
+)
 
 QUANTIZATIONS = ("float32", "int8_float32", "int8")
 """Weight types of an export: int8 weights are quantised once, when converted."""
@@ -65,6 +72,7 @@ SYMBOL_VOCABULARY = "symbols.json"
 GREEDY = "greedy"
 BEAM = "beam"
 SAMPLING = "sampling"
+SEARCHES = (GREEDY, BEAM, SAMPLING)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +99,8 @@ class CTranslate2Info:
 
         Raises:
             FileNotFoundError: If `folder` is not a tfscones CTranslate2 export.
+            ValueError: If its info file is not JSON, lacks a field, holds one this version does
+                not know, or a field of the wrong kind, naming the file and the field.
         """
         path = Path(folder) / EXPORT_INFO
         if not path.is_file():
@@ -98,8 +108,56 @@ class CTranslate2Info:
                 f"{path} does not exist: {folder} is not a CTranslate2 export of tfscones "
                 "(tfscones export --format ctranslate2)."
             )
-        info = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{**info, "exact_searches": tuple(info["exact_searches"])})
+        info = read_json(path)
+        try:
+            return cls(**_info_fields(info))
+        except ValueError as error:
+            problem = str(error).rstrip(".")
+            raise ValueError(
+                f"{path}: {problem} (export the model again: tfscones export --format ctranslate2)"
+            ) from None
+
+
+def read_json(path: Path):
+    """The JSON value a file of an export holds.
+
+    Raises:
+        ValueError: If it is not JSON (or not UTF-8), naming the file.
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"{path}: not JSON ({error})") from None
+
+
+def _info_fields(info) -> dict:
+    """`CTranslate2Info`'s fields from an info file's JSON value, each checked.
+
+    Raises:
+        ValueError: Naming the field that is missing, unknown or of the wrong kind.
+    """
+    if not isinstance(info, dict):
+        raise ValueError(f"must hold a JSON object, not {type(info).__name__}")
+    names = [field.name for field in dataclasses.fields(CTranslate2Info)]
+    unknown = sorted(set(info) - set(names))
+    if unknown:
+        raise ValueError(f"unknown field {', '.join(unknown)}")
+    missing = [name for name in names if name not in info]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} is missing")
+    if not isinstance(info["head"], str):
+        raise ValueError(f"head must be a string (got {info['head']!r})")
+    searches = info["exact_searches"]
+    if not isinstance(searches, list) or not all(search in SEARCHES for search in searches):
+        raise ValueError(
+            f"exact_searches must be a list of {', '.join(SEARCHES)} (got {searches!r})"
+        )
+    AT_LEAST_ONE.check("positions", info["positions"])
+    if info["quantization"] not in QUANTIZATIONS:
+        raise ValueError(
+            f"quantization must be one of {', '.join(QUANTIZATIONS)} (got {info['quantization']!r})"
+        )
+    return {**info, "exact_searches": tuple(searches)}
 
 
 def check_convertible(model) -> None:
@@ -294,10 +352,19 @@ def write_ctranslate2(
         What the export holds.
 
     Raises:
-        ExportError: If the model or its vocabulary cannot be converted.
+        ExportError: If the model or its vocabulary cannot be converted (before anything is
+            written), another export is writing `out`, or another process wrote it meanwhile.
     """
+    with staged_folder(out) as staging:
+        return _write_folder(model, Path(spm), staging, quantization)
+
+
+def _write_folder(
+    model: Seq2SeqTransformer, spm: Path, folder: Path, quantization: str
+) -> CTranslate2Info:
+    """`write_ctranslate2` into `folder`, a new folder (CTranslate2's converter makes it)."""
     check_convertible(model)
-    tokens, vocabulary_name = vocabulary_tokens(Path(spm))
+    tokens, vocabulary_name = vocabulary_tokens(spm)
     spec = transformer_spec(model, tokens)
     info = CTranslate2Info(
         head=repr(model.head),
@@ -305,14 +372,13 @@ def write_ctranslate2(
         positions=model.max_sequence_length,
         quantization=quantization,
     )
-    with staged_folder(out) as staging:
-        _SpecWriter(spec).convert(str(staging), quantization=quantization)
-        shutil.copyfile(spm, staging / vocabulary_name)
-        (staging / EXPORT_INFO).write_text(
-            json.dumps(dataclasses.asdict(info), indent=2) + "\n", encoding="utf-8"
-        )
-        readme = usage_readme(info, symbols=vocabulary_name == SYMBOL_VOCABULARY)
-        (staging / "README.md").write_text(readme, encoding="utf-8")
+    _SpecWriter(spec).convert(str(folder), quantization=quantization)
+    shutil.copyfile(spm, folder / vocabulary_name)
+    (folder / EXPORT_INFO).write_text(
+        json.dumps(dataclasses.asdict(info), indent=2) + "\n", encoding="utf-8"
+    )
+    readme = usage_readme(info, symbols=vocabulary_name == SYMBOL_VOCABULARY)
+    (folder / "README.md").write_text(readme, encoding="utf-8")
     return info
 
 
@@ -424,19 +490,21 @@ def export_ctranslate2(
         The export's `CTranslate2Info` as a dict, with its `path`.
 
     Raises:
-        ExportError: If an input is missing or cannot be loaded, the output folder is not new,
-            the quantization unknown or the model not convertible;
-            all before anything is written.
+        ExportError: If an input is missing or cannot be loaded, the output folder is not new
+            or another export is writing it, the quantization unknown or the model not
+            convertible; all before anything is written.
     """
     out = Path(out)
     if quantization not in QUANTIZATIONS:
         raise ExportError(f"--quantization must be one of {', '.join(QUANTIZATIONS)}")
     checkpoint, spm = input_files(run, checkpoint, spm)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    check_parents(out)
+    if holds_something(out):
         raise ExportError(f"{out} exists and is not empty; give a new folder")
-    try:
-        model = load_model(checkpoint)
-    except (OSError, ValueError, TypeError) as error:
-        raise ExportError(f"cannot load the model {checkpoint}: {error}") from None
-    info = write_ctranslate2(model, spm, out, quantization)
+    with staged_folder(out) as staging:
+        try:
+            model = load_model(checkpoint)
+        except (OSError, ValueError, TypeError) as error:
+            raise ExportError(f"cannot load the model {checkpoint}: {error}") from None
+        info = _write_folder(model, spm, staging, quantization)
     return {"path": str(out), **dataclasses.asdict(info)}

@@ -6,9 +6,14 @@
 `CTranslate2Translator` runs a folder that `tfscones export --format ctranslate2` wrote under the
 rules of `tfscones.serving.TranslationModule`, so its outputs equal the SavedModel's token for
 token:
-- sources are tokenised as the SavedModel does (text cut to `max_source_characters`, pieces cut
-  to `max_source_tokens - 1`, then EOS, which the export adds), and a source without pieces
-  translates to the empty string with score 0;
+- sentences are checked as the library's `tfscones.decoding.translate` checks them, in its
+  words (one string, or anything but strings, is a `TypeError`), and tokenised as the SavedModel
+  does (invalid UTF-8 repaired to U+FFFD, text cut to `max_source_characters`, pieces cut to
+  `max_source_tokens - 1`, then EOS, which the export adds); a source without pieces translates
+  to the empty string with score 0;
+- ids are checked as the SavedModel's `translate_ids` checks them: each in the vocabulary, a row
+  read up to its first EOS or PAD, at most `max_source_tokens - 1` ids before it; an error
+  names the sentence and position (`sources[1][4] must be a whole number in [0, 400) ...`);
 - a sentence produces at most `min(floor(max_length_a * source_tokens + max_length_b),
   max_output_tokens)` tokens, EOS included (`tfscones.decoding.common`); CTranslate2 takes one
   limit per call, so greedy search decodes a batch at its largest limit and decodes again, at
@@ -28,7 +33,6 @@ token:
 from __future__ import annotations
 
 import collections
-import json
 import os
 from collections.abc import Iterable
 from concurrent import futures
@@ -38,17 +42,24 @@ from typing import NamedTuple
 import ctranslate2
 import numpy as np
 import sentencepiece
+import tensorflow as tf
 
 from tfscones.data.symbol_vocab import SymbolTokenizer
-from tfscones.data.vocab_ids import EOS_ID
-from tfscones.ranges import AT_LEAST_ONE
+from tfscones.data.vocab_ids import EOS_ID, PAD_ID
+from tfscones.decoding.translate import sentence_tensor
+from tfscones.ranges import AT_LEAST_ONE, Range
 from tfscones.serving.ctranslate2_export import (
     BEAM,
     SENTENCEPIECE_MODEL,
     SYMBOL_VOCABULARY,
     CTranslate2Info,
+    read_json,
 )
 from tfscones.serving.module import RequestLimits
+
+THREADS = Range(0, 1024, integer=True)
+"""CTranslate2's `intra_threads`: 0 lets it choose (one per core)."""
+VOCABULARY_FILE = "shared_vocabulary.json"
 
 
 class Hypothesis(NamedTuple):
@@ -80,11 +91,14 @@ class CTranslate2Translator:
             `max_batch_size` is not enforced). Token limits must fit the model's positions.
         compute_type: CTranslate2's compute type: "default" (the export's weights), "float32",
             "int8" (weights quantised when the model loads), ...
-        threads: CTranslate2's `intra_threads`, the threads one batch runs on.
+        threads: CTranslate2's `intra_threads`, the threads one batch runs on (`THREADS`; 0
+            lets CTranslate2 choose).
 
     Raises:
         FileNotFoundError: If `model_dir` is not a tfscones CTranslate2 export.
-        ValueError: If a token limit exceeds the model's positions.
+        ValueError: If `threads` is not in `THREADS`, a token limit exceeds the model's
+            positions, or a file of the export is damaged (naming it, and the field), all
+            before the model loads.
     """
 
     def __init__(
@@ -94,13 +108,14 @@ class CTranslate2Translator:
         compute_type: str = "default",
         threads: int = 1,
     ):
+        THREADS.check("threads", threads, "0 lets CTranslate2 choose (one per core).")
         self.info = CTranslate2Info.read(model_dir)
         self.limits = (limits or RequestLimits()).for_model(self.info.positions)
-        self.translator = load_translator(model_dir, compute_type, threads)
-        vocabulary = Path(model_dir) / "shared_vocabulary.json"
-        self.pieces = json.loads(vocabulary.read_text(encoding="utf-8"))
+        self.pieces = read_pieces(Path(model_dir) / VOCABULARY_FILE)
         self.piece_ids = {piece: i for i, piece in enumerate(self.pieces)}
-        self.codec = vocabulary_codec(Path(model_dir))
+        self.source_id = Range(0, len(self.pieces), high_open=True, integer=True)
+        self.codec = vocabulary_codec(Path(model_dir), len(self.pieces))
+        self.translator = load_translator(model_dir, compute_type, threads)
 
     def check_beam_size(self, beam_size: int) -> int:
         """`beam_size` if it is a search exact for this model.
@@ -127,23 +142,63 @@ class CTranslate2Translator:
         )
         return int(min(max(length, 1), limits.max_output_tokens))
 
-    def decode_ids(self, sources: list[list[int]], beam_size: int = 1) -> list[Hypothesis]:
+    def decode_ids(self, sources: Iterable[Iterable[int]], beam_size: int = 1) -> list[Hypothesis]:
         """Decodes one batch of source pieces' ids (greedy at `beam_size=1`).
 
         Args:
-            sources: Each source's piece ids, at least one, without EOS (the export adds it)
-                and at most `max_source_tokens - 1` of them.
+            sources: Each source's piece ids (lists, or the rows of an array) without EOS: the
+                export adds it. A row ends at its first EOS or PAD (0), as the SavedModel's
+                `translate_ids` reads it, so rows with EOS or padding may be given too; a row
+                may have at most `max_source_tokens - 1` ids before its end, and one with none
+                decodes to no ids (score 0 for a softmax model).
             beam_size: Beams; the best hypothesis is returned.
 
         Returns:
             One `Hypothesis` per source.
 
         Raises:
-            ValueError: As `check_beam_size`.
+            TypeError: If a source is not a sequence of ids.
+            ValueError: If an id is not a whole number in [0, vocabulary size) or a source is
+                too long, naming the source (and the position), or as `check_beam_size`.
         """
         self.check_beam_size(beam_size)
-        if not sources:
-            return []
+        rows = [self._source_row(index, source) for index, source in enumerate(sources)]
+        return self._decode_sources(rows, beam_size)
+
+    def _source_row(self, index: int, source: Iterable[int]) -> list[int]:
+        """`decode_ids`'s source `index`, its ids checked, up to its first EOS or PAD."""
+        if isinstance(source, (str, bytes)) or not isinstance(source, Iterable):
+            raise TypeError(
+                f"sources[{index}] must be a sequence of ids, not {type(source).__name__}."
+            )
+        hint = f"Ids index the export's vocabulary of {len(self.pieces)} pieces."
+        ids = [
+            self.source_id.check(f"sources[{index}][{position}]", token, hint)
+            for position, token in enumerate(source)
+        ]
+        end = next((i for i, token in enumerate(ids) if token in (EOS_ID, PAD_ID)), len(ids))
+        limit = self.limits.max_source_tokens
+        if end > limit - 1:
+            raise ValueError(
+                f"sources[{index}] has {end} ids before its end: at most {limit - 1} "
+                f"(max_source_tokens is {limit}, EOS included)."
+            )
+        return ids[:end]
+
+    def _decode_sources(self, sources: list[list[int]], beam_size: int) -> list[Hypothesis]:
+        """Decodes checked sources; one without pieces gets no ids (score 0 for softmax)."""
+        empty_score = 0.0 if BEAM in self.info.exact_searches else None
+        hypotheses = [Hypothesis([], empty_score) for _ in sources]
+        texts = [i for i, source in enumerate(sources) if source]
+        if not texts:
+            return hypotheses
+        batch = [sources[i] for i in texts]
+        for i, hypothesis in zip(texts, self._decode_batch(batch, beam_size), strict=True):
+            hypotheses[i] = hypothesis
+        return hypotheses
+
+    def _decode_batch(self, sources: list[list[int]], beam_size: int) -> list[Hypothesis]:
+        """Decodes sources of at least one piece, in as few CTranslate2 calls as is exact."""
         limits = [self.output_limit(len(source) + 1) for source in sources]
         if beam_size > 1:
             hypotheses = [None] * len(sources)
@@ -201,32 +256,34 @@ class CTranslate2Translator:
         text = sentence[: self.limits.max_source_characters]
         return self.codec.encode(text)[: self.limits.max_source_tokens - 1]
 
-    def translate(self, sentences: list[str], beam_size: int = 1) -> list[Translation]:
+    def translate(
+        self, sentences: Iterable[str] | tf.Tensor, beam_size: int = 1
+    ) -> list[Translation]:
         """Translates one batch of sentences.
 
         Args:
-            sentences: The batch; an empty or blank line translates to the empty string.
+            sentences: The batch, as the library's `translate` takes it: strings (or bytes,
+                whose invalid UTF-8 is repaired as the SavedModel repairs it) in any iterable,
+                or a 1-D string tensor; an empty or blank line translates to the empty string.
             beam_size: Beams (1: greedy search).
 
         Returns:
             One `Translation` per sentence.
 
         Raises:
-            TypeError: If `sentences` is one string.
-            ValueError: As `check_beam_size`.
+            TypeError: If `sentences` is one string, or holds something other than strings.
+            ValueError: If a sentence is not Unicode text (a lone surrogate), `sentences` is not
+                one-dimensional, or as `check_beam_size`.
         """
-        if isinstance(sentences, str):
-            raise TypeError("sentences must be a list of strings, not one string.")
         self.check_beam_size(beam_size)
-        sources = [self.source_pieces(sentence) for sentence in sentences]
-        texts = [i for i, source in enumerate(sources) if source]
-        hypotheses = self.decode_ids([sources[i] for i in texts], beam_size) if texts else []
-        empty_score = 0.0 if BEAM in self.info.exact_searches else None
-        translations = [Translation("", empty_score)] * len(sentences)
-        for i, hypothesis in zip(texts, hypotheses, strict=True):
-            text = self.codec.decode(_without_end(hypothesis.ids))
-            translations[i] = Translation(text, hypothesis.score)
-        return translations
+        texts = [
+            text.decode("utf-8", errors="replace") for text in sentence_tensor(sentences).numpy()
+        ]
+        sources = [self.source_pieces(text) for text in texts]
+        return [
+            Translation(self.codec.decode(_without_end(hypothesis.ids)), hypothesis.score)
+            for hypothesis in self._decode_sources(sources, beam_size)
+        ]
 
 
 def load_translator(
@@ -253,16 +310,51 @@ def load_translator(
         return loading.result()
 
 
-def vocabulary_codec(model_dir: Path) -> sentencepiece.SentencePieceProcessor | SymbolTokenizer:
+def read_pieces(path: Path) -> list[str]:
+    """The export's vocabulary, piece `i` being token id `i`.
+
+    Raises:
+        ValueError: If the file is not JSON, or not a list of strings, naming it.
+    """
+    pieces = read_json(path)
+    if not isinstance(pieces, list) or not all(isinstance(piece, str) for piece in pieces):
+        raise ValueError(f"{path}: must hold a JSON list of the vocabulary's pieces.")
+    return pieces
+
+
+def vocabulary_codec(
+    model_dir: Path, size: int
+) -> sentencepiece.SentencePieceProcessor | SymbolTokenizer:
     """What turns an export's text into ids and back: its symbols or its SentencePiece model.
 
     Both have `encode(text) -> ids` and `decode(ids) -> text`, as the SavedModel's tokenizer
     computes them.
+
+    Args:
+        model_dir: The export.
+        size: The entries of its vocabulary file, which the codec must have too.
+
+    Raises:
+        ValueError: If the codec's file is damaged, or of another size than `size`, naming it.
     """
     symbols = model_dir / SYMBOL_VOCABULARY
     if symbols.is_file():
-        return SymbolTokenizer.from_file(symbols)
-    return sentencepiece.SentencePieceProcessor(model_file=str(model_dir / SENTENCEPIECE_MODEL))
+        codec, path = SymbolTokenizer.from_file(symbols), symbols
+        codec_size = codec.vocab_size
+    else:
+        path = model_dir / SENTENCEPIECE_MODEL
+        try:
+            codec = sentencepiece.SentencePieceProcessor(model_file=str(path))
+        except (OSError, RuntimeError) as error:
+            problem = str(error).strip().splitlines()[0]
+            raise ValueError(f"{path} is not a SentencePiece model ({problem})") from None
+        codec_size = len(codec)
+    if codec_size != size:
+        raise ValueError(
+            f"{model_dir / VOCABULARY_FILE} has {size} entries, {path} {codec_size}: the "
+            "export's files are not of one export."
+        )
+    return codec
 
 
 def _without_end(ids: list[int]) -> list[int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -17,13 +16,16 @@ from pathlib import Path
 from typing import TextIO
 
 import keras
+import numpy as np
 
+from tfscones.data.text_lines import write_text_aside
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.decoding import translate
 from tfscones.decoding.translate import cut_sources
 from tfscones.evaluation.selection import METRICS, SelectionMetric
 from tfscones.ranges import AT_LEAST_ONE
 from tfscones.training.averaging import moving_average_weights
+from tfscones.written_aside import check_space, written_aside
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +49,12 @@ class StepBackup(keras.callbacks.Callback):
     state: `restore` loads the latest backup and returns the steps already taken, and the caller
     trains the remainder (`training.train` finishes the interrupted epoch, then the rest).
 
-    Each backup is written to a temporary file and renamed over the previous one, so a kill while
-    writing leaves the previous backup intact. The states of the model's random generators
+    A backup is the weights file of its step (`step-N.weights.h5`) and `latest.json`, which names
+    it: the weights are written first, then `latest.json` is written aside and renamed over the
+    previous one (the moment the new backup replaces the old), then the older weights are
+    removed, so a crash or a full disk at any moment leaves one whole backup. A disk without room
+    for a backup stops training before it is written (`DiskFull`), and a damaged backup is
+    named (`BackupError`) rather than loaded. The states of the model's random generators
     (`random_states`: which dropout masks come next), which `save_weights` leaves out, and state
     that lives outside the model (the time a budgeted run has spent), from `companions`: objects
     with `backup_state() -> dict` and `restore_state(dict)`, are saved beside the weights in
@@ -75,7 +81,6 @@ class StepBackup(keras.callbacks.Callback):
         self.directory = Path(directory)
         self.every_steps = AT_LEAST_ONE.check("every_steps", every_steps)
         self.companions = list(companions)
-        self.path = self.directory / "latest.weights.h5"
         self.state_path = self.directory / "latest.json"
         self.interrupted_epoch_sums = None
 
@@ -87,26 +92,39 @@ class StepBackup(keras.callbacks.Callback):
 
         Returns:
             The optimizer steps already taken (0 when there is no backup).
+
+        Raises:
+            BackupError: If a file of the backup is damaged, naming it and what is wrong.
         """
-        if not self.path.exists():
+        states = read_backup_state(self.directory)
+        weights = self.directory / states.get("weights", LEGACY_WEIGHTS)
+        if not weights.exists():
+            if "weights" in states:
+                raise damaged_backup(self.state_path, f"names {weights.name}, which is missing")
             return 0
         with model.distribute_strategy.scope():  # the optimizer's slots mirror the weights
             if not model.optimizer.built:
                 model.optimizer.build(model.trainable_variables)
-            model.load_weights(self.path)
-        if self.state_path.exists():
-            states = json.loads(self.state_path.read_text(encoding="utf-8"))
-            if isinstance(states, list):  # the companions' states alone, before the step
-                states = {"companions": states}
-            for companion, state in zip(self.companions, states["companions"], strict=False):
-                companion.restore_state(state)
-            if "random" in states:  # older backups kept none: their dropout masks restart
-                for variable, value in zip(random_states(model), states["random"], strict=True):
-                    variable.assign(value)
-            self.interrupted_epoch_sums = states.get("metrics")
+            try:
+                model.load_weights(weights)
+            except (OSError, ValueError, KeyError) as error:
+                raise damaged_backup(weights, "cannot be loaded into this model", error) from None
+        try:
+            self._restore_states(model, states)
+        except (KeyError, TypeError, ValueError) as error:
+            raise damaged_backup(self.state_path, "does not fit this model", error) from None
         steps = int(model.optimizer.iterations.numpy())
-        logger.info("resumed from %s at step %d", self.path, steps)
+        logger.info("resumed from %s at step %d", weights, steps)
         return steps
+
+    def _restore_states(self, model: keras.Model, states: dict) -> None:
+        """The companions', random generators' and metric sums' states of a backup."""
+        for companion, state in zip(self.companions, states.get("companions", []), strict=False):
+            companion.restore_state(state)
+        if "random" in states:  # older backups kept none: their dropout masks restart
+            for variable, value in zip(random_states(model), states["random"], strict=True):
+                variable.assign(value)
+        self.interrupted_epoch_sums = states.get("metrics")
 
     def on_train_batch_end(self, batch, logs=None):
         if self.interrupted_epoch_sums is not None:
@@ -125,29 +143,85 @@ class StepBackup(keras.callbacks.Callback):
         self._save()
 
     def _save(self, within_epoch: bool = False):
+        step = int(self.model.optimizer.iterations.numpy())
         self.directory.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name("saving.weights.h5")
-        self.model.save_weights(temporary)
+        weights = self.directory / f"step-{step}.weights.h5"
+        check_space(self.directory, self._size(), f"the backup of step {step:,}")
+        with written_aside(weights) as partial:
+            self.model.save_weights(partial)
         states = {
-            "step": int(self.model.optimizer.iterations.numpy()),
+            "step": step,
+            "weights": weights.name,
             "companions": [companion.backup_state() for companion in self.companions],
             "random": [variable.numpy().tolist() for variable in random_states(self.model)],
         }
         if within_epoch:
             states["metrics"] = [v.numpy().tolist() for v in self.model.metrics_variables]
-        temporary_state = self.state_path.with_name("saving.json")
-        temporary_state.write_text(json.dumps(states), encoding="utf-8")
-        os.replace(temporary, self.path)
-        os.replace(temporary_state, self.state_path)
+        write_text_aside(self.state_path, json.dumps(states))
+        for stale in self.directory.glob("*.weights.h5"):
+            if stale != weights:
+                stale.unlink()
+
+    def _size(self) -> int:
+        """Bytes a backup will take: the last one's, or the variables' with a margin."""
+        previous = sorted(self.directory.glob("step-*.weights.h5"))
+        if previous:
+            return previous[-1].stat().st_size
+        variables = [*self.model.variables, *self.model.optimizer.variables]
+        size = sum(math.prod(v.shape) * np.dtype(v.dtype).itemsize for v in variables)
+        return int(1.1 * size) + 2**20
+
+
+LEGACY_WEIGHTS = "latest.weights.h5"
+"""The weights file of backups written before `latest.json` named its own."""
+
+
+class BackupError(ValueError):
+    """A step backup is damaged: the message names the file and what is wrong with it."""
+
+
+def read_backup_state(directory: str | Path) -> dict:
+    """The `latest.json` of a `StepBackup` in `directory` ({} when there is none).
+
+    Raises:
+        BackupError: If it is not a JSON object with a whole-number `step`, naming the file.
+    """
+    state_path = Path(directory) / "latest.json"
+    if not state_path.exists():
+        return {}
+    try:
+        states = json.loads(state_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise damaged_backup(state_path, "is not JSON", error) from None
+    if isinstance(states, list):  # the companions' states alone, before the step was kept
+        return {"companions": states}
+    if not isinstance(states, dict) or not isinstance(states.get("step", 0), int):
+        raise damaged_backup(state_path, f"is not a backup's state (it holds {str(states):.60})")
+    return states
+
+
+def damaged_backup(path: Path, problem: str, error: Exception | None = None) -> BackupError:
+    """The error for a damaged backup file: what is wrong, and how to go on without it."""
+    reason = f" ({_reason(error)})" if error is not None else ""
+    return BackupError(
+        f"the backup {path} {problem}{reason}: the run cannot resume from it; delete "
+        f"{path.parent} to train the run again from step 0, or train in another folder"
+    )
+
+
+def _reason(error: Exception) -> str:
+    """An exception's message on one line, at most 200 characters."""
+    text = " ".join(str(error).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def backed_up_step(directory: str | Path) -> int | None:
-    """The step of a `StepBackup`'s latest backup in `directory`; None if it has none (yet)."""
-    state_path = Path(directory) / "latest.json"
-    if not state_path.exists():
-        return None
-    states = json.loads(state_path.read_text(encoding="utf-8"))
-    return states.get("step") if isinstance(states, dict) else None
+    """The step of a `StepBackup`'s latest backup in `directory`; None if it has none (yet).
+
+    Raises:
+        BackupError: If its `latest.json` is damaged.
+    """
+    return read_backup_state(directory).get("step")
 
 
 class DevEvaluation(keras.callbacks.Callback):
@@ -233,8 +307,29 @@ class DevEvaluation(keras.callbacks.Callback):
             return False
         self.best_score = score
         if self.best_model_path is not None:
-            model.save(self.best_model_path)
+            with written_aside(self.best_model_path) as partial:
+                model.save(partial)
         return True
+
+
+class LastModel(keras.callbacks.Callback):
+    """Saves the model (optimizer state included) at every epoch's end, written aside.
+
+    Keras's `ModelCheckpoint` writes in place, so a crash while it writes leaves half a model;
+    this one renames a whole file over the previous epoch's (`tfscones.written_aside`).
+
+    Args:
+        path: The `.keras` file.
+    """
+
+    def __init__(self, path: str | Path):
+        super().__init__()
+        self.path = Path(path)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with written_aside(self.path) as partial:
+            self.model.save(partial)
 
 
 class EpochCheckpoints(keras.callbacks.Callback):
@@ -260,7 +355,8 @@ class EpochCheckpoints(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.model.save_weights(self.directory / f"epoch-{epoch + 1:04d}.weights.h5")
+        with written_aside(self.directory / f"epoch-{epoch + 1:04d}.weights.h5") as partial:
+            self.model.save_weights(partial)
         for stale in self.paths[: -self.keep]:
             stale.unlink()
 

@@ -27,11 +27,26 @@ from tfscones import ranges
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, except that a key given twice in one mapping is an error.
+    """PyYAML's safe loader, except that a repeated key and an alias are errors.
 
     YAML says keys are unique, but PyYAML keeps the last of two silently: a config that sets
-    `learning_rate` twice would train with one of them and never say so.
+    `learning_rate` twice would train with one of them and never say so. An alias (`*name`)
+    repeats an anchored value without copying it, so a few hundred bytes of nested aliases
+    stand for gigabytes once the config is merged and copied (the "billion laughs"); a config
+    repeats values with `base:` instead.
     """
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"the alias *{event.anchor} is not allowed in a config (write the value out, or "
+                "share settings with `base:`)",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -46,10 +61,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def read_yaml(text: str):
-    """The YAML value of `text`, as `yaml.safe_load` reads it but refusing repeated keys.
+    """The YAML value of `text`, as `yaml.safe_load` reads it, refusing repeated keys and aliases.
 
     Raises:
-        yaml.YAMLError: If the text is not YAML, or a mapping repeats a key (naming the line).
+        yaml.YAMLError: If the text is not YAML, a mapping repeats a key or a node is an alias
+            (naming the line).
     """
     return yaml.load(text, Loader=_UniqueKeyLoader)
 
@@ -100,10 +116,20 @@ def config_path(name_or_path: str | Path) -> Path:
 
 
 def data_path(path: str) -> Path:
-    """A data file's path: `tfscones:REST` is REST inside the installed package."""
-    if path.startswith(PACKAGE_PREFIX):
-        return PACKAGE_DIR / path.removeprefix(PACKAGE_PREFIX)
-    return Path(path)
+    """A data file's path: `tfscones:REST` is REST inside the installed package.
+
+    Raises:
+        ConfigError: If a `tfscones:` path leads out of the package (`tfscones:../../x`).
+    """
+    if not path.startswith(PACKAGE_PREFIX):
+        return Path(path)
+    inside = PACKAGE_DIR / path.removeprefix(PACKAGE_PREFIX)
+    if not inside.resolve().is_relative_to(PACKAGE_DIR):
+        raise ConfigError(
+            f"{path!r} leads out of the installed package ({inside.resolve()}); a "
+            f"{PACKAGE_PREFIX} path names a file inside it, such as tfscones:data/demo/train.de"
+        )
+    return inside
 
 
 @dataclasses.dataclass
@@ -265,8 +291,19 @@ def check_run_name(name: str) -> None:
         )
 
 
-def _file_chain(path: Path) -> list[tuple[Path, dict]]:
-    """A config file and its `base` files, each with its own keys, the last base first."""
+def _file_chain(path: Path, children: tuple[Path, ...] = ()) -> list[tuple[Path, dict]]:
+    """A config file and its `base` files, each with its own keys, the last base first.
+
+    Args:
+        path: The config file.
+        children: The files whose `base` chain led to `path`, the first given first.
+
+    Raises:
+        ConfigError: If a file cannot be read as a config, or the chain comes back to a file.
+    """
+    if path.resolve() in {child.resolve() for child in children}:
+        chain = " -> ".join(str(file) for file in (*children, path))
+        raise ConfigError(f"the base chain is a cycle: {chain}", "base", str(children[-1]))
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist.")
     try:
@@ -286,7 +323,7 @@ def _file_chain(path: Path) -> list[tuple[Path, dict]]:
         return [(path, content)]
     if not isinstance(base, str):
         raise ConfigError(f"must name one file (got {base!r}).", "base", str(path))
-    return _file_chain(path.parent / base) + [(path, content)]
+    return _file_chain(path.parent / base, (*children, path)) + [(path, content)]
 
 
 def _read_yaml(path: Path) -> dict:
@@ -497,6 +534,63 @@ def check_values(config: ExperimentConfig) -> None:
             f"{config.data.max_length} tokens plus BOS and EOS; allowed: at least {longest}.",
             "data.tokens_per_batch",
         )
+    _check_data_paths(config.data)
+
+
+DATA_PATH_KEYS = (
+    "train_source",
+    "train_target",
+    "dev_source",
+    "dev_target",
+    "test_source",
+    "test_target",
+    "train_tsv",
+    "dev_tsv",
+    "test_tsv",
+)
+"""The `data` keys that name files (one, or a list)."""
+PAIRED_KEYS = (("train_source", "train_target"), ("dev_source", "dev_target"))
+"""Source and target keys whose files are read side by side for training and selection."""
+
+
+def _check_data_paths(data: DataConfig) -> None:
+    """Refuses `tfscones:` paths out of the package, and a source file that is its target.
+
+    A model trained on the same file as source and target learns to copy its input: that is
+    never a translation task, and always a slip of the config (the test files are left alone:
+    scoring a copy against itself has uses).
+    """
+    for key in DATA_PATH_KEYS:
+        for path in _paths(getattr(data, key)):
+            try:
+                data_path(path)
+            except ConfigError as error:
+                error.key = f"data.{key}"
+                raise
+    for source_key, target_key in PAIRED_KEYS:
+        sources, targets = _paths(getattr(data, source_key)), _paths(getattr(data, target_key))
+        for source, target in zip(sources, targets, strict=False):
+            if _same_file(data_path(source), data_path(target)):
+                raise ConfigError(
+                    f"{target!r} is the file of data.{source_key} too: a model trained on it "
+                    "learns to copy its input; give the target side's file",
+                    f"data.{target_key}",
+                )
+
+
+def _paths(value) -> list[str]:
+    """A data key's file names: none, one, or a list."""
+    if value is None:
+        return []
+    return [str(item) for item in value] if isinstance(value, list) else [str(value)]
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one existing file (by any name or link)."""
+    try:
+        return first.samefile(second)
+    except OSError:
+        return False
 
 
 def config_to_dict(config: ExperimentConfig) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from tfscones.run_folder import RunFolder
-from tfscones.training.config import ExperimentConfig, config_to_dict
+from tfscones.training.config import ExperimentConfig, config_to_dict, read_yaml
 
 RESUMABLE_KEYS = frozenset(
     {
@@ -66,7 +66,7 @@ def check_run_folder(config: ExperimentConfig, run_dir: Path) -> None:
             )
         return
     try:
-        saved = yaml.safe_load(saved_file.read_text(encoding="utf-8"))
+        saved = read_yaml(saved_file.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as error:
         raise RunFolderError(f"cannot read {saved_file} ({error}); {start_afresh}") from None
     differences = [

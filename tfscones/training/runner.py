@@ -46,6 +46,7 @@ from tfscones.data import (
     translation_dataset,
 )
 from tfscones.data.symbol_vocab import SymbolTokenizer
+from tfscones.data.text_lines import write_text_aside
 from tfscones.decoding.scoring import check_text_pairs
 from tfscones.evaluation import metrics
 from tfscones.evaluation.analysis import ModelAnalysis, analyze_model
@@ -57,13 +58,14 @@ from tfscones.models import (
     load_model,
     load_run,
 )
+from tfscones.models.loading import check_vocabulary_fits
 from tfscones.run_folder import RunFolder
 from tfscones.serving.export import ExportSettings, export_run
 from tfscones.training import callbacks, machine
 from tfscones.training.averaging import average_checkpoints
 from tfscones.training.config import ConfigError, ExperimentConfig, config_to_dict
 from tfscones.training.distribution import make_strategy, worker_index
-from tfscones.training.resume_check import check_run_folder
+from tfscones.training.resume_check import RunFolderError, check_run_folder
 from tfscones.training.schedules import make_schedule
 from tfscones.training.splits import (
     pairs_dataset,
@@ -105,7 +107,24 @@ def prepare_tokenizer(config: ExperimentConfig, run_dir: Path) -> Tokenizer | Sy
             input_sentence_size=data.sentencepiece_sample_lines,
             seed=config.training.seed,
         )
-    return Tokenizer.from_file(model_file)
+    return reused_sentencepiece(model_file, config.data.vocabulary_size)
+
+
+def reused_sentencepiece(model_file: Path, vocabulary_size: int) -> Tokenizer:
+    """The run folder's SentencePiece model, checked against the config's vocabulary size.
+
+    Raises:
+        RunFolderError: If the file is damaged (not a model, or one of other pieces).
+    """
+    try:
+        tokenizer = Tokenizer.from_file(model_file)
+        check_vocabulary_fits(tokenizer, vocabulary_size, model_file, "data.vocabulary_size")
+    except (ValueError, RuntimeError, tf.errors.OpError) as error:
+        raise RunFolderError(
+            f"{' '.join(str(error).split())}; the run cannot go on with it: delete "
+            f"{model_file.parent} to train the run again, or train in another folder"
+        ) from None
+    return tokenizer
 
 
 def prepare_symbols(config: ExperimentConfig, run_dir: Path) -> SymbolTokenizer:
@@ -376,7 +395,7 @@ def training_callbacks(
             languages=split_languages(config, dev_sources),
         ),
         callbacks.ProgressLine(training.steps, budget, stream=progress, metric_name=metric.name),
-        keras.callbacks.ModelCheckpoint(run.last_checkpoint),
+        callbacks.LastModel(run.last_checkpoint),
         keras.callbacks.TensorBoard(run.logs),
         keras.callbacks.CSVLogger(run.history, append=True),
         budget,
@@ -523,7 +542,9 @@ def train_in_held_folder(config, run_dir, strategy, progress, started, load_at_s
     if config.training.mixed_precision:
         keras.mixed_precision.set_global_policy(config.training.mixed_precision)
     tokenizer = prepare_tokenizer(config, run_dir)  # may refuse the data: no config.yaml yet
-    RunFolder(run_dir).config.write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    write_text_aside(
+        RunFolder(run_dir).config, yaml.safe_dump(config_to_dict(config), sort_keys=False)
+    )
     dev_sources, dev_references = sentence_pairs(config, "dev", config.data.dev_sentences)
     model, schedule = compiled_model(config, tokenizer.vocab_size, strategy)
     fit_callbacks = training_callbacks(
@@ -549,7 +570,7 @@ def train_in_held_folder(config, run_dir, strategy, progress, started, load_at_s
     if averaged_score is not None:
         results[f"averaged_dev_{metric}"] = averaged_score
     results.update(evaluate_test(config, run_dir, tokenizer, model))
-    RunFolder(run_dir).results.write_text(json.dumps(results, indent=2))
+    write_text_aside(RunFolder(run_dir).results, json.dumps(results, indent=2))
     logger.info("results: %s", results)
     return results
 
@@ -567,7 +588,7 @@ def evaluate_test(config, run_dir, tokenizer, model) -> dict:
         model = load_model(best)
     sources, references = sentence_pairs(config, "test", config.data.test_sentences)
     hypotheses = decoding.translate(model, tokenizer, sources, long_sources="translate")
-    RunFolder(run_dir).test_hypotheses.write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    write_text_aside(RunFolder(run_dir).test_hypotheses, "\n".join(hypotheses) + "\n")
     metric = selection_metric(config.training.selection_metric)
     return metric.test_report(hypotheses, references, split_languages(config, sources))
 

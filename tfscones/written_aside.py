@@ -1,0 +1,102 @@
+"""Files written aside and renamed into place, so a crash or a full disk never leaves half a file.
+
+`written_aside(path)` gives the caller a partial name beside `path` to write (any writer: text,
+Keras weights, a `.keras` model), renames it over `path` when the block ends without an error,
+and removes it when one is raised; a full disk comes out as `DiskFull`, which names the folder,
+never as a writer's own traceback. `check_space` refuses, before a large file is written, a
+disk that cannot hold it.
+
+Example:
+```python
+with written_aside(run / "checkpoints" / "best.keras") as partial:
+    model.save(partial)
+```
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+FULL_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT)
+"""The `OSError` numbers of a disk (or a quota) that has no room left."""
+
+
+class DiskFull(OSError):
+    """A file could not be written for lack of space; the message names its folder."""
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def partial_path(path: Path) -> Path:
+    """The hidden name `path` is written under: `.NAME.partial-PID` and `path`'s suffixes.
+
+    The suffixes stay last (`.best.partial-12.keras`, `.latest.partial-12.weights.h5`) because
+    Keras chooses a writer by them.
+    """
+    suffixes = "".join(path.suffixes)
+    stem = path.name.removesuffix(suffixes) if suffixes else path.name
+    return path.with_name(f".{stem}.partial-{os.getpid()}{suffixes}")
+
+
+@contextlib.contextmanager
+def written_aside(path: str | Path) -> Iterator[Path]:
+    """Yields a partial name beside `path`; renames it over `path` if the block succeeds.
+
+    Raises:
+        DiskFull: If the disk (or quota) ran out while writing, naming `path`'s folder; `path`
+            is then as it was before.
+    """
+    path = Path(path)
+    partial = partial_path(path)
+    try:
+        yield partial
+        os.replace(partial, path)
+    except OSError as error:
+        if is_full_disk(error):
+            raise DiskFull(
+                error.errno, f"no space left on the disk of {path.parent} to write {path.name}"
+            ) from None
+        raise
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def is_full_disk(error: BaseException) -> bool:
+    """Whether `error` is a disk or quota that ran out, from Python or a native writer.
+
+    TensorFlow's and CTranslate2's writers raise their own errors, whose message is the
+    system's (`No space left on device`, `Disk quota exceeded`).
+    """
+    if isinstance(error, OSError) and error.errno in FULL_DISK_ERRORS:
+        return True
+    return any(os.strerror(number) in str(error) for number in FULL_DISK_ERRORS)
+
+
+def check_space(folder: str | Path, needed_bytes: int, what: str) -> None:
+    """Refuses to start writing `what` into `folder` when its disk has not `needed_bytes` free.
+
+    Args:
+        folder: An existing folder on the disk to write to.
+        needed_bytes: What the file will take.
+        what: The file, in words, for the message (`the backup of step 1,200`).
+
+    Raises:
+        DiskFull: Naming the folder, what it needs and what is free.
+    """
+    free = shutil.disk_usage(folder).free
+    if free < needed_bytes:
+        raise DiskFull(
+            errno.ENOSPC,
+            f"no space left on the disk of {folder} for {what}: it needs about "
+            f"{_megabytes(needed_bytes)}, {_megabytes(free)} are free",
+        )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2**20:,.1f} MB"

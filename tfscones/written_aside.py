@@ -48,23 +48,39 @@ def partial_path(path: Path) -> Path:
 def written_aside(path: str | Path) -> Iterator[Path]:
     """Yields a partial name beside `path`; renames it over `path` if the block succeeds.
 
+    A link is followed (the file it names is replaced, the link stays); a device or a pipe
+    (`/dev/stdout`, a FIFO) is yielded itself and written as it is, since a rename would
+    replace it.
+
     Raises:
         DiskFull: If the disk (or quota) ran out while writing, naming `path`'s folder; `path`
             is then as it was before.
     """
-    path = Path(path)
+    path = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
+    if path.exists() and not path.is_file():
+        with _full_disk_named(path):
+            yield path
+        return
     partial = partial_path(path)
     try:
-        yield partial
-        os.replace(partial, path)
+        with _full_disk_named(path):
+            yield partial
+            os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _full_disk_named(path: Path) -> Iterator[None]:
+    """Turns a full disk while `path` is written into `DiskFull`, naming its folder."""
+    try:
+        yield
     except OSError as error:
         if is_full_disk(error):
             raise DiskFull(
                 error.errno, f"no space left on the disk of {path.parent} to write {path.name}"
             ) from None
         raise
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def is_full_disk(error: BaseException) -> bool:
@@ -76,6 +92,26 @@ def is_full_disk(error: BaseException) -> bool:
     if isinstance(error, OSError) and error.errno in FULL_DISK_ERRORS:
         return True
     return any(os.strerror(number) in str(error) for number in FULL_DISK_ERRORS)
+
+
+def check_folder(folder: str | Path, label: str) -> None:
+    """Refuses, before any work, a folder that cannot be made, or written in.
+
+    Args:
+        folder: The folder a command will make (with its parents) or write in.
+        label: How the user named it, for the message (`--out runs/a`).
+
+    Raises:
+        NotADirectoryError: If `folder`, or the nearest of its parents that exists, is not a
+            folder (a file, a device).
+        PermissionError: If that one cannot be written in.
+    """
+    folder = Path(folder)
+    existing = next(path for path in (folder, *folder.absolute().parents) if path.exists())
+    if not existing.is_dir():
+        raise NotADirectoryError(f"{label}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f"{label}: {existing} is not writable")
 
 
 def check_space(folder: str | Path, needed_bytes: int, what: str) -> None:

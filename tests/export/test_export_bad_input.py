@@ -94,7 +94,7 @@ def test_an_out_under_a_file_is_refused_before_any_model_loads(
     out = tmp_path / "a" / "file" / "deeper" / "1"
     message = export_error(["--run", str(run_dir), "--format", format_, "--out", str(out)])
     file = tmp_path / "a" / "file"
-    assert message == f"export error: --out {out}: {file} is a file, not a folder"
+    assert message == f"export error: --out {out}: {file} is not a folder"
 
 
 def test_an_out_another_export_is_writing_is_refused_before_any_model_loads(

@@ -7,6 +7,7 @@ import shutil
 import pytest
 import yaml
 
+from tfscones.commands import report as report_command
 from tfscones.evaluation.analysis import (
     BeamPoint,
     ExactSearchStatistics,
@@ -369,3 +370,9 @@ def test_until_smoothing_is_chosen_the_finished_entmax_run_stands_in(results_dir
     target = "entmax-1.5 (ε by dev) greedy test BLEU, mean of seeds ≥ 36.5"
     assert f"| {target} | 36.20 | missed |" in page
     assert "Label smoothing makes the empty string" not in page
+
+
+def test_the_command_refuses_a_page_that_is_a_folder_before_reading_anything(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        report_command.main([str(tmp_path), "--out", str(tmp_path)])
+    assert f"--out {tmp_path} is a folder: give the page's file" in capsys.readouterr().err

@@ -119,3 +119,12 @@ def test_the_demo_trains_in_folders_it_creates_and_deletes_none(tmp_path, capsys
 def test_an_override_of_the_runs_names_or_folders_is_refused(tmp_path, override):
     with pytest.raises(ConfigError, match="the demo names its two runs itself; give --output-dir"):
         demo.demo_configs(demo_arguments(tmp_path, override))
+
+
+def test_an_output_folder_under_a_file_is_refused_before_anything_trains(tmp_path, capsys):
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(SystemExit):
+        demo.parse_demo_arguments(["--output-dir", str(tmp_path / "file")])
+    assert f"--output-dir {tmp_path / 'file'}: {tmp_path / 'file'} is not a folder" in (
+        capsys.readouterr().err
+    )

@@ -60,7 +60,7 @@ def test_analyze_refuses_an_out_that_is_a_file_before_reading_any_run(texts, tmp
     message = one_line_error(finished)
     assert message == (
         f"analyze: error: --out {tmp_path / 'report' / 'deeper'}: "
-        f"{tmp_path / 'report'} is a file, not a folder"
+        f"{tmp_path / 'report'} is not a folder"
     )
 
 

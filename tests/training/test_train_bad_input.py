@@ -162,3 +162,13 @@ def test_a_run_folder_from_before_a_key_existed_resumes_with_its_default(tiny_ov
     changed = load_config(DEMO_CONFIG, tiny_overrides + ["training.selection_metric=chrf"])
     with pytest.raises(RunFolderError, match="training.selection_metric: 'bleu' there, 'chrf'"):
         check_run_folder(changed, run_dir)
+
+
+def test_a_run_folder_under_a_file_is_refused_in_one_line(tiny_overrides, tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    run_dir = tmp_path / "file" / "run"
+    message = program_error(["--config", DEMO_CONFIG, *tiny_overrides, f"output_dir={run_dir}"])
+    assert (
+        message
+        == f"run folder error: the run folder {run_dir}: {tmp_path / 'file'} is not a folder"
+    )

@@ -30,6 +30,7 @@ from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
 from tfscones.evaluation.analysis_report import write_report
 from tfscones.run_folder import RunFolder
 from tfscones.training import runner
+from tfscones.written_aside import check_folder
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -56,24 +57,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     arguments = parse_arguments(argv, prog)
     started = time.perf_counter()
     try:
-        check_report_folder(arguments.out)
+        check_folder(arguments.out, f"--out {arguments.out}")
         names = run_names(arguments.runs)
         sources, references = read_sentence_pairs(arguments.source, arguments.reference)
         analyses = analyze_runs(arguments, names, sources, references)
     except (OSError, ValueError) as error:
         sys.exit(f"analyze: error: {error}")
     write_report(analyses, arguments.source, arguments.out, time.perf_counter() - started)
-
-
-def check_report_folder(out: Path) -> None:
-    """Checks, before any analysis, that `out` is a folder or can be made one.
-
-    Raises:
-        NotADirectoryError: If `out`, or the nearest of its parents that exists, is a file.
-    """
-    existing = next(path for path in (out, *out.absolute().parents) if path.exists())
-    if not existing.is_dir():
-        raise NotADirectoryError(f"--out {out}: {existing} is a file, not a folder")
 
 
 def run_names(runs: list[Path]) -> list[str]:

@@ -51,6 +51,7 @@ from tfscones.reproduction.demo_expectations import describe_expectation, read_e
 from tfscones.serving.export import ExportSettings, export_run
 from tfscones.training.config import ConfigError, ExperimentConfig, data_path, load_config
 from tfscones.training.runner import check_config, train
+from tfscones.written_aside import check_folder
 
 MODELS = {"softmax": "demo_softmax", "SCONES α=0.5": "demo_scones_a0.5"}
 EXPORTED = "SCONES α=0.5"
@@ -124,7 +125,12 @@ def parse_demo_arguments(argv: list[str] | None, prog: str | None = None) -> arg
     parser.add_argument(
         "--override", action="append", default=[], help="section.key=value for both configs"
     )
-    return parser.parse_args(argv)
+    arguments = parser.parse_args(argv)
+    try:
+        check_folder(arguments.output_dir, f"--output-dir {arguments.output_dir}")
+    except OSError as error:
+        parser.error(str(error))
+    return arguments
 
 
 def demo_configs(arguments: argparse.Namespace) -> dict[str, ExperimentConfig]:

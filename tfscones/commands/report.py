@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tfscones.reproduction.report import write_report
 from tfscones.reproduction.run_outputs import RunOutputError
+from tfscones.written_aside import check_folder
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -26,6 +27,16 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     arguments = parser.parse_args(argv)
     if not arguments.results.is_dir():
         parser.error(f"{arguments.results} is not a folder (give a `tfscones reproduce` --out)")
+    if arguments.out is not None:
+        if arguments.out.is_dir():
+            parser.error(
+                f"--out {arguments.out} is a folder: give the page's file, such as "
+                f"{arguments.out / 'results.md'}"
+            )
+        try:
+            check_folder(arguments.out.parent, f"--out {arguments.out}")
+        except OSError as error:
+            parser.error(str(error))
     return arguments
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from tfscones.data.text_lines import write_text_aside
 from tfscones.evaluation import analysis_report
 from tfscones.evaluation.analysis_report import number, percent
 from tfscones.evaluation.selection import selection_metric
@@ -101,7 +102,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
         *targets_table(records, results_dir),
     ]
     page = "\n".join(lines).rstrip() + "\n"
-    out.write_text(page, encoding="utf-8")
+    write_text_aside(out, page)
     return page
 
 

@@ -47,7 +47,7 @@ import tensorflow as tf
 from tfscones.data.symbol_vocab import SymbolTokenizer
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
 from tfscones.decoding.translate import sentence_tensor
-from tfscones.ranges import AT_LEAST_ONE, Range
+from tfscones.ranges import SEARCH_COUNT, Range
 from tfscones.serving.ctranslate2_export import (
     BEAM,
     SENTENCEPIECE_MODEL,
@@ -124,7 +124,7 @@ class CTranslate2Translator:
             ValueError: If it is not a whole number >= 1, or above 1 for a head other than
                 softmax.
         """
-        AT_LEAST_ONE.check("beam_size", beam_size)
+        SEARCH_COUNT.check("beam_size", beam_size)
         if beam_size > 1 and BEAM not in self.info.exact_searches:
             raise ValueError(
                 f"beam search on CTranslate2 ranks hypotheses by log-softmax, and this model's "

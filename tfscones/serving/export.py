@@ -39,7 +39,7 @@ from tfscones.models import load_model
 from tfscones.models.loading import check_vocabulary_fits
 from tfscones.run_folder import RunFolder
 from tfscones.serving.module import RequestLimits, TranslationModule
-from tfscones.written_aside import is_full_disk
+from tfscones.written_aside import check_folder, is_full_disk
 
 EXPORT_INFO = Path("assets.extra") / "tfscones_export.json"
 
@@ -118,13 +118,12 @@ def check_parents(out: Path) -> None:
     """Checks that the folders above `out` are folders, or can be made, before any work.
 
     Raises:
-        ExportError: If the nearest of them that exists is a file, or cannot be written.
+        ExportError: If the nearest of them that exists is not a folder, or cannot be written.
     """
-    existing = next(parent for parent in out.absolute().parents if parent.exists())
-    if not existing.is_dir():
-        raise ExportError(f"--out {out}: {existing} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ExportError(f"--out {out}: {existing} is not writable")
+    try:
+        check_folder(out.parent, f"--out {out}")
+    except OSError as error:
+        raise ExportError(str(error)) from None
 
 
 def holds_something(out: Path) -> bool:

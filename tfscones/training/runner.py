@@ -75,6 +75,7 @@ from tfscones.training.splits import (
     split_languages,
     text_files,
 )
+from tfscones.written_aside import check_folder
 
 logger = logging.getLogger("training")
 
@@ -504,6 +505,10 @@ def worker_run_dir(config: ExperimentConfig) -> Path:
     """The run folder; workers other than the chief write to a subfolder of their own."""
     index = worker_index() if config.training.strategy == "multi_worker" else 0
     run_dir = config.run_dir if index == 0 else config.run_dir / f"worker-{index}"
+    try:
+        check_folder(run_dir, f"the run folder {run_dir}")
+    except OSError as error:
+        raise RunFolderError(str(error)) from None
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 

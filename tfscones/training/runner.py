@@ -540,9 +540,11 @@ def train(config: ExperimentConfig, progress: TextIO | None = None) -> dict:
 def train_in_held_folder(config, run_dir, strategy, progress, started, load_at_start) -> dict:
     """`train`'s work in its run folder, which this process holds (`RunFolder.hold`).
 
-    `started` (`time.monotonic()`) and `load_at_start` are from when `train` was called.
+    `started` (`time.monotonic()`) and `load_at_start` are from when `train` was called; the
+    code version is taken here, before training, since the tree may change while it runs.
     """
     check_run_folder(config, run_dir)
+    code = machine.code_version()
     keras.utils.set_random_seed(config.training.seed)
     if config.training.mixed_precision:
         keras.mixed_precision.set_global_policy(config.training.mixed_precision)
@@ -568,7 +570,7 @@ def train_in_held_folder(config, run_dir, strategy, progress, started, load_at_s
         "train_minutes": (time.monotonic() - started + spent_before) / 60.0,
         "machine": machine.describe_machine(),
         "load_average": {"start": load_at_start, "end": machine.load_average()},
-        "code": machine.code_version(),
+        "code": code,
     }
     if spent_before:
         results["resumed_after_minutes"] = spent_before / 60.0

@@ -62,7 +62,7 @@ from tfscones.models.loading import check_vocabulary_fits
 from tfscones.models.stepping import Decodable
 from tfscones.ranges import POSITIVE
 from tfscones.run_folder import RunFolder
-from tfscones.serving.module import decoder_state_bytes
+from tfscones.serving.module import DEFAULT_MAX_REQUEST_BYTES, decoder_state_bytes
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
@@ -103,7 +103,7 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     parser.add_argument(
         "--max-batch-gib",
         type=in_range(POSITIVE),
-        default=DEFAULT_BATCH_GIB,
+        default=DEFAULT_MAX_REQUEST_BYTES / 2**30,
         help="decoder memory one batch may take, in GiB (default 2, the export's "
         "--max-request-gib): a larger --batch-size is lowered to fit, and said so",
     )
@@ -342,10 +342,6 @@ def tagged_lines(lines: list[str], tokenizer, language: str | None) -> list[str]
                 f"LANGUAGE<TAB>word, LANGUAGE one of {', '.join(languages)}"
             )
     return lines
-
-
-DEFAULT_BATCH_GIB = 2.0
-"""The decoder memory a batch may take by default: the export's budget per request."""
 
 
 def fitted_batch_size(model: Decodable, arguments: argparse.Namespace, messages: TextIO) -> int:

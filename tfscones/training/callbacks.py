@@ -163,10 +163,10 @@ class StepBackup(keras.callbacks.Callback):
                 stale.unlink()
 
     def _size(self) -> int:
-        """Bytes a backup will take: the last one's, or the variables' with a margin."""
-        previous = sorted(self.directory.glob("step-*.weights.h5"))
+        """Bytes a backup will take: the largest weights file there, or the variables and more."""
+        previous = [path.stat().st_size for path in self.directory.glob("*.weights.h5")]
         if previous:
-            return previous[-1].stat().st_size
+            return max(previous)
         variables = [*self.model.variables, *self.model.optimizer.variables]
         size = sum(math.prod(v.shape) * np.dtype(v.dtype).itemsize for v in variables)
         return int(1.1 * size) + 2**20

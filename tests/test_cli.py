@@ -33,6 +33,26 @@ def test_every_subcommand_parses_its_arguments_under_its_own_name(name, capsys):
     assert capsys.readouterr().out.startswith(f"usage: tfscones {name}")
 
 
+def ctrl_c(*arguments, **keywords):
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_tensorflow_loads_ends_in_one_line_and_status_130(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "import_tensorflow_quietly", ctrl_c)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["report", "docs/reproduction"])
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err == "tfscones report: interrupted\n"
+
+
+def test_ctrl_c_in_a_command_without_its_own_message_ends_the_same_way(monkeypatch, capsys):
+    monkeypatch.setattr(importlib.import_module("tfscones.commands.report"), "main", ctrl_c)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["report", "docs/reproduction"])
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err == "tfscones report: interrupted\n"
+
+
 def test_translate_help_names_each_setting_by_its_flag(capsys):
     with pytest.raises(SystemExit):
         cli.main(["translate", "--help"])

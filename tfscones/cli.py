@@ -7,7 +7,10 @@
 
 Each subcommand parses its arguments and makes library calls (`tfscones.training.runner`,
 `tfscones.serving`, `tfscones.evaluation`); `tfscones SUBCOMMAND --help` lists its options.
-TensorFlow is imported without its native start-up log lines.
+TensorFlow is imported without its native start-up log lines. Ctrl-C ends any subcommand with
+one line on stderr and exit status 130 (`INTERRUPTED`), even while TensorFlow is still being
+imported; a subcommand that can say more (where training's backup is, that an export wrote
+nothing) says it first.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import importlib
 import os
 import sys
 
+from tfscones.commands import INTERRUPTED
 from tfscones.native_logs import import_tensorflow_quietly
 
 SUBCOMMANDS = {
@@ -48,10 +52,13 @@ def main(argv: list[str] | None = None) -> None:
     name, *rest = argv
     if name not in SUBCOMMANDS:
         raise SystemExit(f"tfscones: unknown subcommand {name!r}\n\n{usage()}")
-    import_tensorflow_quietly()
-    module = importlib.import_module(f"tfscones.commands.{SUBCOMMANDS[name][0]}")
     try:
+        import_tensorflow_quietly()
+        module = importlib.import_module(f"tfscones.commands.{SUBCOMMANDS[name][0]}")
         module.main(rest, prog=f"tfscones {name}")
+    except KeyboardInterrupt:
+        print(f"tfscones {name}: interrupted", file=sys.stderr)
+        raise SystemExit(INTERRUPTED) from None
     except BrokenPipeError:
         # The reader of our output left (`tfscones ... | head`): end quietly, as `cat` does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

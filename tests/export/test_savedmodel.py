@@ -220,6 +220,28 @@ def test_loaded_signatures_keep_the_limits(loaded, module, run_signature):
     assert output["translations"][1] == b""
 
 
+@pytest.mark.parametrize(
+    ("signature", "inputs", "message"),
+    [
+        ("translate", {"source": [["Hallo.", "Gut."]]}, "source must be a vector of strings"),
+        ("nbest", {"source": [["Hallo."], ["Gut."]]}, "source must be a vector of strings"),
+        ("translate", {"source": "Hallo."}, "source must be a vector of strings"),
+        ("score", {"source": ["a"], "target": [["b"]]}, "target must be a vector of strings"),
+        ("translate_ids", {"source_ids": [5, 2]}, "source_ids must be a matrix of ids"),
+    ],
+)
+def test_a_request_of_another_rank_is_refused_naming_the_input(loaded, signature, inputs, message):
+    # A loaded signature (like TF Serving) takes any shape: at HEAD a [1, 2] source gave
+    # translations [2] beside source_truncated [1, 2].
+    function = loaded.signatures[signature]
+    tensors = {
+        name: tf.constant(value, function.structured_input_signature[1][name].dtype)
+        for name, value in inputs.items()
+    }
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        function(**tensors)
+
+
 def test_graph_has_no_python_ops(export_dir):
     ops = saved_model_ops(export_dir)
     assert "SentencepieceOp" in ops and "SentencepieceTokenizeOp" in ops

@@ -208,7 +208,7 @@ def test_ctrl_c_ends_with_where_the_last_backup_is(tiny_overrides, tmp_path):
             f"the run did not end within 300 s of Ctrl-C; its stderr ends:\n{errors[-3000:]}"
         )
 
-    assert process.returncode == 1 and "Traceback" not in errors
+    assert process.returncode == 130 and "Traceback" not in errors
     last_line = errors.strip().splitlines()[-1]
     assert re.fullmatch(
         rf"interrupted: the last backup is at step [\d,]+ in {re.escape(str(run_dir))}/backup; "

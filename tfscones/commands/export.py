@@ -21,6 +21,7 @@ import json
 import sys
 from pathlib import Path
 
+from tfscones.commands import INTERRUPTED
 from tfscones.commands.argument_types import in_range, positive_int
 from tfscones.decoding import DEFAULT_MAX_LENGTH_A, DEFAULT_MAX_LENGTH_B, OutputLimits
 from tfscones.ranges import LENGTH_PENALTY, NON_NEGATIVE, POSITIVE, SEARCH_COUNT
@@ -35,8 +36,6 @@ from tfscones.serving.module import (
 FORMATS = ("savedmodel", "ctranslate2")
 SAVEDMODEL = ("savedmodel",)
 CTRANSLATE2 = ("ctranslate2",)
-INTERRUPTED = 130
-"""The exit status of a command ended by Ctrl-C (128 + SIGINT), as shells report it."""
 
 
 class FormatSetting(argparse.Action):

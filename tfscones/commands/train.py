@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
+from tfscones.commands import INTERRUPTED
 from tfscones.data import ParallelTextError, VocabularyError
 from tfscones.data.text_lines import TextLineError
 from tfscones.run_folder import RunFolder, RunFolderBusy
@@ -50,7 +52,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         config = load_config(arguments.config, arguments.overrides)
         results = runner.train(config)
     except KeyboardInterrupt:
-        raise SystemExit(interrupted_message(config and config.run_dir)) from None
+        print(interrupted_message(config and config.run_dir), file=sys.stderr)
+        raise SystemExit(INTERRUPTED) from None
     except BackupError as error:
         raise SystemExit(f"run folder error: {error}") from None
     except OSError as error:

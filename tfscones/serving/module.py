@@ -46,7 +46,10 @@ empty string with score 0 in every signature, as in `tfscones translate` and the
 in an n-best signature its other slots are empty, with score -inf, as a sparse head's unfilled
 slots are. `translate_ids` reads a row up to its first EOS (included) or its first PAD, so
 whatever follows (padding added by a batching server, for example) is ignored, and a row that
-starts with either is empty: ids EOS alone, score 0.
+starts with either is empty: ids EOS alone, score 0. An input of another rank than its layout
+(a `source` of `[[...]]`, a `source_ids` row alone) fails with an `InvalidArgumentError`
+naming the input and its shape, whoever runs the signature (a loaded SavedModel and TF Serving
+feed any shape).
 """
 
 from __future__ import annotations
@@ -71,7 +74,11 @@ DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_REQUEST_BYTES = 2 * 2**30
 CHARACTERS_PER_TOKEN = 32
 
-_STRINGS = tf.TensorSpec([None], tf.string)
+# Inputs are declared of any rank and their rank is checked when a request runs
+# (`_of_rank`): a loaded signature takes a tensor of any shape, and so does TF Serving, so a
+# declared `[None]` would only be assumed, and a check against it folded away.
+_STRINGS = tf.TensorSpec(None, tf.string)
+_IDS = tf.TensorSpec(None, tf.int32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,7 +320,7 @@ class TranslationModule(tf.Module):
 
         @tf.function(input_signature=[_STRINGS], autograph=False)
         def signature(source: tf.Tensor) -> dict[str, tf.Tensor]:
-            sources = self._source_ids(source)
+            sources = self._source_ids(_of_rank(source, "source", 1))
             output = search.decode(self.decoding_model, sources.ids)
             if single:
                 output = NBest(*(tensor[:, 0] for tensor in output))
@@ -327,7 +334,7 @@ class TranslationModule(tf.Module):
 
         return signature
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], autograph=False)
+    @tf.function(input_signature=[_IDS], autograph=False)
     def translate_ids(self, source_ids: tf.Tensor) -> dict[str, tf.Tensor]:
         """Greedy decoding of token ids, for clients that tokenise themselves.
 
@@ -340,6 +347,7 @@ class TranslationModule(tf.Module):
             `ids` int32 `[batch, max_output_tokens]` (EOS included, then PAD), `lengths` int32
             `[batch]` (tokens produced, EOS included) and `scores` float32 `[batch]`.
         """
+        source_ids = _of_rank(source_ids, "source_ids", 2)
         with tf.control_dependencies(self._check_ids(source_ids)):
             source_ids = _cut_after_end(source_ids)
         output = Search(limits=self.limits.output).decode(self.decoding_model, source_ids)
@@ -372,6 +380,8 @@ class TranslationModule(tf.Module):
             from its beginning (as in `translate`), a cut target gets score NaN; and
             `source_unknown` int32 `[batch]`, as in the search signatures.
         """
+        source = _of_rank(source, "source", 1)
+        target = _of_rank(target, "target", 1)
         check = tf.debugging.assert_equal(
             tf.size(source),
             tf.size(target),
@@ -444,6 +454,30 @@ class TranslationModule(tf.Module):
         """Detokenised ids `[batch, ..., length]`."""
         rows = self.tokenizer.detokenize(tf.reshape(ids, [-1, tf.shape(ids)[-1]]))
         return tf.reshape(rows, tf.shape(ids)[:-1])
+
+
+# What an input of each rank holds: strings (rank 1) or ids (rank 2).
+_LAYOUTS = {
+    1: "a vector of strings, one a sentence: shape [batch]",
+    2: "a matrix of ids, one row a sentence: shape [batch, length]",
+}
+
+
+def _of_rank(tensor: tf.Tensor, name: str, rank: int) -> tf.Tensor:
+    """`tensor` once a check at run time has found it of rank `rank` (1 or 2, `_LAYOUTS`).
+
+    A request of another rank (`[["a", "b"]]` for `source`) fails with an
+    `InvalidArgumentError` naming the input and its layout, instead of giving outputs of
+    shapes no caller expects.
+    """
+    check = tf.debugging.assert_equal(
+        tf.rank(tensor), rank, message=f"{name} must be {_LAYOUTS[rank]}; got another rank"
+    )
+    with tf.control_dependencies([check]):
+        checked = tf.identity(tensor)
+    # Not `tf.ensure_shape`: its kernel ran before the check, with a message naming neither.
+    checked.set_shape([None] * rank)
+    return checked
 
 
 class Sources(NamedTuple):

@@ -8,7 +8,7 @@ import pytest
 
 from tests.holder import hold_in_child
 from tfscones.commands.argument_types import decodable_run
-from tfscones.run_folder import RunFolder, RunFolderBusy
+from tfscones.run_folder import RunFolder, RunFolderBusy, distinct_names
 
 
 def test_a_run_folder_names_its_files_inside_it(tmp_path):
@@ -55,3 +55,18 @@ def test_a_sigkilled_holder_leaves_the_run_folder_free(tmp_path):
         assert RunFolder(tmp_path).lock.read_text() == f"{os.getpid()}\n"
     with RunFolder(tmp_path).hold():  # released at the end of the block
         pass
+
+
+def test_runs_of_one_name_are_told_apart_by_as_many_parents_as_it_takes():
+    runs = ["runs/a/base", "runs/b/base", "other/base", "runs/other"]
+    assert distinct_names(runs) == ["a/base", "b/base", "other/base", "other"]
+    assert distinct_names(["x/base", "y/base"]) == ["x/base", "y/base"]
+    assert distinct_names(["base"]) == ["base"]
+
+
+def test_one_folder_given_twice_by_any_name_is_refused(tmp_path):
+    (tmp_path / "runs" / "base").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "runs")
+    twice = [tmp_path / "runs" / "base", tmp_path / "link" / "base"]
+    with pytest.raises(ValueError, match=f"one folder is given twice: {twice[0]} and {twice[1]}"):
+        distinct_names(twice)

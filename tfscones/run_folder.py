@@ -36,7 +36,7 @@ import dataclasses
 import fcntl
 import os
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 
 class RunFolderBusy(RuntimeError):
@@ -190,3 +190,29 @@ class RunFolder:
                 f"{' and '.join(path.name for path in needed)} once its first dev evaluation "
                 "is done"
             )
+
+
+def distinct_names(folders: list[str | os.PathLike]) -> list[str]:
+    """A name for each run folder: its own name, with as many parents as tell it apart.
+
+    `runs/base runs2/base runs/other` are `runs/base`, `runs2/base` and `other`: a user who
+    compares two runs of one name wants both, told apart by the paths they gave.
+
+    Raises:
+        ValueError: If two of `folders` are one folder (by any name or link).
+    """
+    paths = [Path(folder) for folder in folders]
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        if path.resolve() in seen:
+            raise ValueError(f"one folder is given twice: {seen[path.resolve()]} and {path}")
+        seen[path.resolve()] = path
+    depths = [1] * len(paths)
+    while True:
+        names = [
+            str(PurePath(*path.parts[-depth:])) for path, depth in zip(paths, depths, strict=True)
+        ]
+        repeated = {name for name in names if names.count(name) > 1}
+        if not repeated:
+            return names
+        depths = [depth + (name in repeated) for name, depth in zip(names, depths, strict=True)]

@@ -72,7 +72,7 @@ def test_analyze_refuses_one_run_folder_given_twice(texts, tmp_path):
         "training.analyze", "--runs", *twice, "--source", source, "--reference", reference
     )
     message = one_line_error(finished)
-    assert message == (f"analyze: error: --runs names one folder twice: {twice[0]} and {twice[1]}")
+    assert message == (f"analyze: error: one folder is given twice: {twice[0]} and {twice[1]}")
 
 
 @pytest.mark.parametrize(

@@ -21,14 +21,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from tfscones.commands.argument_types import non_negative_int, positive_int
 from tfscones.data import read_sentence_pairs
 from tfscones.decoding import DEFAULT_STATE_BUDGET
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
 from tfscones.evaluation.analysis_report import write_report
-from tfscones.run_folder import RunFolder
+from tfscones.run_folder import distinct_names
 from tfscones.training import runner
 from tfscones.written_aside import check_folder
 
@@ -58,54 +58,26 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     started = time.perf_counter()
     try:
         check_folder(arguments.out, f"--out {arguments.out}")
-        names = run_names(arguments.runs)
+        distinct_names(arguments.runs)
         sources, references = read_sentence_pairs(arguments.source, arguments.reference)
-        analyses = analyze_runs(arguments, names, sources, references)
+        analyses = analyze_runs(arguments, sources, references)
     except (OSError, ValueError) as error:
         sys.exit(f"analyze: error: {error}")
     write_report(analyses, arguments.source, arguments.out, time.perf_counter() - started)
 
 
-def run_names(runs: list[Path]) -> list[str]:
-    """The report's name of each run: its folder's name, with parents enough to be unique.
-
-    `runs/base runs2/base runs/other` are `runs/base`, `runs2/base` and `other`: a user who
-    compares two runs of one name wants both rows, told apart by the paths they gave.
-
-    Raises:
-        ValueError: If two of `runs` are one folder (by any name or link).
-    """
-    seen = {}
-    for run in runs:
-        if run.resolve() in seen:
-            raise ValueError(f"--runs names one folder twice: {seen[run.resolve()]} and {run}")
-        seen[run.resolve()] = run
-    depths = [1] * len(runs)
-    while True:
-        names = [
-            str(PurePath(*run.parts[-depth:])) for run, depth in zip(runs, depths, strict=True)
-        ]
-        repeated = {name for name in names if names.count(name) > 1}
-        if not repeated:
-            return names
-        depths = [depth + (name in repeated) for name, depth in zip(names, depths, strict=True)]
-
-
-def analyze_runs(arguments, names: list[str], sources: list[str], references: list[str]) -> dict:
-    """`runner.analyze` of the runs the arguments name, by their names (`run_names`)."""
+def analyze_runs(arguments, sources: list[str], references: list[str]) -> dict:
+    """`runner.analyze` of the runs the arguments name, saying when each is done."""
     if arguments.limit:
         sources, references = sources[: arguments.limit], references[: arguments.limit]
-    for run in arguments.runs:
-        RunFolder(run).check_decodable()
-    analyses = {}
-    for name, run in zip(names, arguments.runs, strict=True):
-        (analyses[name],) = runner.analyze(
-            [run],
-            sources,
-            references,
-            beam_sizes=arguments.beams,
-            exact_sentences=arguments.exact_sentences,
-            state_budget=arguments.state_budget,
-        ).values()
-        print(f"{name}: analysed in {analyses[name].seconds:.0f} s", flush=True)
-    return analyses
+    return runner.analyze(
+        arguments.runs,
+        sources,
+        references,
+        on_analysed=lambda name, analysis: print(
+            f"{name}: analysed in {analysis.seconds:.0f} s", flush=True
+        ),
+        beam_sizes=arguments.beams,
+        exact_sentences=arguments.exact_sentences,
+        state_budget=arguments.state_budget,
+    )

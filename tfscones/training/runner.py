@@ -31,6 +31,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -59,7 +60,7 @@ from tfscones.models import (
     load_run,
 )
 from tfscones.models.loading import check_vocabulary_fits
-from tfscones.run_folder import RunFolder
+from tfscones.run_folder import RunFolder, distinct_names
 from tfscones.serving.export import ExportSettings, export_run
 from tfscones.training import callbacks, machine
 from tfscones.training.averaging import average_checkpoints
@@ -675,26 +676,34 @@ def analyze(
     run_dirs: list[str | Path],
     sources: list[str],
     references: list[str],
+    on_analysed: Callable[[str, ModelAnalysis], None] | None = None,
     **analysis_arguments,
 ) -> dict[str, ModelAnalysis]:
-    """`tfscones.evaluation.analysis.analyze_model` of each run's best model, by run folder name.
+    """`tfscones.evaluation.analysis.analyze_model` of each run's best model, by its name.
 
     Args:
         run_dirs: Training run folders.
         sources: Source sentences.
         references: One reference translation per source.
+        on_analysed: Called with each run's name and analysis as it is done (progress).
         **analysis_arguments: `beam_sizes`, `exact_sentences`, `state_budget`.
+
+    Returns:
+        Each run's analysis under its name (`tfscones.run_folder.distinct_names`: the
+        folder's name, with parents enough to tell two runs of one name apart), in order.
 
     Raises:
         FileNotFoundError: If a folder or one of its files is missing (checked for every run
             before the first analysis starts).
+        ValueError: If one folder is given twice.
     """
+    names = distinct_names(run_dirs)
     for run_dir in run_dirs:
         RunFolder(run_dir).check_decodable()
     analyses = {}
-    for run_dir in run_dirs:
+    for name, run_dir in zip(names, run_dirs, strict=True):
         model, tokenizer = load_run(run_dir)
-        analyses[Path(run_dir).name] = analyze_model(
-            model, tokenizer, sources, references, **analysis_arguments
-        )
+        analyses[name] = analyze_model(model, tokenizer, sources, references, **analysis_arguments)
+        if on_analysed is not None:
+            on_analysed(name, analyses[name])
     return analyses

@@ -201,3 +201,20 @@ def test_a_full_disk_during_an_export_is_named_and_leaves_nothing(
     with pytest.raises(savedmodel.ExportError, match=rf"no space left on the disk of {out.parent}"):
         savedmodel.write_savedmodel(module, out)
     assert not (tmp_path / "m").exists()
+
+
+def test_a_full_disk_during_a_ctranslate2_export_is_named_and_leaves_nothing(
+    run_dir, tmp_path, monkeypatch
+):
+    ctranslate2_export = pytest.importorskip("tfscones.serving.ctranslate2_export")
+    out = tmp_path / "ct2" / "model"
+
+    def half_then_full_disk(converter, folder, **keywords):
+        Path(folder).mkdir()
+        Path(folder, "model.bin").write_bytes(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ctranslate2_export._SpecWriter, "convert", half_then_full_disk)
+    with pytest.raises(savedmodel.ExportError, match=rf"no space left on the disk of {out.parent}"):
+        ctranslate2_export.export_ctranslate2(out, run=run_dir)
+    assert not (tmp_path / "ct2").exists()

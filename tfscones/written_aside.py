@@ -3,8 +3,10 @@
 `written_aside(path)` gives the caller a partial name beside `path` to write (any writer: text,
 Keras weights, a `.keras` model), renames it over `path` when the block ends without an error,
 and removes it when one is raised; a full disk comes out as `DiskFull`, which names the folder,
-never as a writer's own traceback. `check_space` refuses, before a large file is written, a
-disk that cannot hold it.
+never as a writer's own traceback; `write_text_aside` writes text that way. Before any work,
+`check_space` refuses a disk that cannot hold a large file, `check_folder` a folder a command
+cannot make or write in, and `check_writable` an output file that cannot be written or is one
+of the command's inputs.
 
 Example:
 ```python
@@ -19,7 +21,7 @@ import contextlib
 import errno
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 FULL_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT)
@@ -136,3 +138,52 @@ def check_space(folder: str | Path, needed_bytes: int, what: str) -> None:
 
 def _megabytes(size: int) -> str:
     return f"{size / 2**20:,.1f} MB"
+
+
+def write_text_aside(path: str | Path, text: str) -> None:
+    """Writes UTF-8 `text` to a partial file beside `path`, then renames it into place.
+
+    A crash or a full disk leaves `path` as it was, never half-written, and no partial file.
+
+    Raises:
+        DiskFull: If the disk is full, naming the folder.
+    """
+    with written_aside(path) as partial:
+        partial.write_text(text, encoding="utf-8")
+
+
+def check_writable(path: str | Path | None, inputs: Iterable[str | Path | None] = ()) -> None:
+    """Refuses an output file that cannot be written, before any work is done for it.
+
+    Args:
+        path: The file; None or "-" (standard output) always passes.
+        inputs: The files the same command reads: writing over one of them would lose it.
+
+    Raises:
+        OSError: Naming the path and why: a folder, a missing folder, no permission, or one of
+            `inputs` (the same file, by any name or link).
+    """
+    if path is None or str(path) == "-":
+        return
+    path = Path(path)
+    for source in inputs:
+        if source is not None and str(source) != "-" and _same_file(path, Path(source)):
+            raise FileExistsError(
+                f"cannot write {path}: it is the input {source}, which would be lost; "
+                "give another --output"
+            )
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot write {path}: it is a folder, not a file")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
+    target = path if path.exists() else path.parent
+    if not os.access(target, os.W_OK):
+        raise PermissionError(f"cannot write {path}: permission denied")
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one existing file."""
+    try:
+        return first.samefile(second)
+    except OSError:
+        return False

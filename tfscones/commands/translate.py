@@ -51,7 +51,7 @@ import tensorflow as tf
 from tfscones.commands.argument_types import in_range, non_negative_int, positive_int
 from tfscones.data.pronunciation_tsv import Pronunciations, read_pronunciation_files
 from tfscones.data.symbol_vocab import split_source, tagged_source
-from tfscones.data.text_lines import TextLineError, check_writable, read_lines, write_lines
+from tfscones.data.text_lines import TextLineError, read_lines, write_lines
 from tfscones.data.tokenizer import load_tokenizer
 from tfscones.decoding import Ensemble, Search, registry, translate, translate_nbest
 from tfscones.decoding.common import max_output_length
@@ -63,6 +63,7 @@ from tfscones.models.stepping import Decodable
 from tfscones.ranges import POSITIVE
 from tfscones.run_folder import RunFolder
 from tfscones.serving.module import DEFAULT_MAX_REQUEST_BYTES, decoder_state_bytes
+from tfscones.written_aside import check_writable
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:

@@ -35,8 +35,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfscones.data.preprocessing import append_eos, padding_mask
-from tfscones.data.text_lines import write_text_aside
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from tfscones.written_aside import write_text_aside
 
 SPECIAL_SYMBOLS = ("<pad>", "</s>", "<unk>", "<s>")
 """The symbols of ids 0-3 (`tfscones.data.vocab_ids`)."""

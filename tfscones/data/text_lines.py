@@ -10,12 +10,11 @@ one is reported with its file and 1-based line number.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from tfscones.written_aside import written_aside
+from tfscones.written_aside import write_text_aside
 
 STANDARD_INPUT = "<stdin>"
 
@@ -105,53 +104,3 @@ def write_lines(path: str | Path | None, lines: Iterable[str]) -> None:
         sys.stdout.flush()
         return
     write_text_aside(path, text)
-
-
-def write_text_aside(path: str | Path, text: str) -> None:
-    """Writes UTF-8 `text` to a partial file beside `path`, then renames it into place.
-
-    A crash or a full disk leaves `path` as it was, never half-written, and no partial file
-    (`tfscones.written_aside`).
-
-    Raises:
-        DiskFull: If the disk is full, naming the folder.
-    """
-    with written_aside(path) as partial:
-        partial.write_text(text, encoding="utf-8")
-
-
-def check_writable(path: str | Path | None, inputs: Iterable[str | Path | None] = ()) -> None:
-    """Refuses an output file that cannot be written, before any work is done for it.
-
-    Args:
-        path: The file; None or "-" (standard output) always passes.
-        inputs: The files the same command reads: writing over one of them would lose it.
-
-    Raises:
-        OSError: Naming the path and why: a folder, a missing folder, no permission, or one of
-            `inputs` (the same file, by any name or link).
-    """
-    if path is None or str(path) == "-":
-        return
-    path = Path(path)
-    for source in inputs:
-        if source is not None and str(source) != "-" and _same_file(path, Path(source)):
-            raise FileExistsError(
-                f"cannot write {path}: it is the input {source}, which would be lost; "
-                "give another --output"
-            )
-    if path.is_dir():
-        raise IsADirectoryError(f"cannot write {path}: it is a folder, not a file")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
-    target = path if path.exists() else path.parent
-    if not os.access(target, os.W_OK):
-        raise PermissionError(f"cannot write {path}: permission denied")
-
-
-def _same_file(first: Path, second: Path) -> bool:
-    """Whether two paths name one existing file."""
-    try:
-        return first.samefile(second)
-    except OSError:
-        return False

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tfscones import decoding
-from tfscones.data.text_lines import write_text_aside
 from tfscones.data.tokenizer import load_tokenizer
 from tfscones.decoding import Ensemble, Search
 from tfscones.evaluation.selection import METRICS
@@ -42,6 +41,7 @@ from tfscones.reproduction.run_outputs import G2P_ENSEMBLE, read_json
 from tfscones.run_folder import RunFolder
 from tfscones.training.config import ExperimentConfig
 from tfscones.training.splits import sentence_pairs, split_languages
+from tfscones.written_aside import write_text_aside
 
 BEAM_SIZE = 5
 HYPOTHESES_FOLDER = "test-hypotheses"

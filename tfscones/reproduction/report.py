@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tfscones.data.text_lines import write_text_aside
 from tfscones.evaluation import analysis_report
 from tfscones.evaluation.analysis_report import number, percent
 from tfscones.evaluation.selection import selection_metric
@@ -66,6 +65,7 @@ from tfscones.reproduction.verdicts import (
     condition_verdict,
     rate_verdict,
 )
+from tfscones.written_aside import write_text_aside
 
 
 def write_report(results_dir: str | Path, out: str | Path, command_dir: str | None = None) -> str:

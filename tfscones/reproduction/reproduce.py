@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import TextIO
 
 from tfscones import decoding
-from tfscones.data.text_lines import write_text_aside
 from tfscones.decoding import DEFAULT_STATE_BUDGET, Search
 from tfscones.evaluation import diversity, metrics
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES, analyze_model
@@ -77,6 +76,7 @@ from tfscones.reproduction.records import (
 from tfscones.run_folder import RunFolder
 from tfscones.training import runner
 from tfscones.training.config import ExperimentConfig, data_path, load_config
+from tfscones.written_aside import write_text_aside
 
 logger = logging.getLogger("reproduce")
 

@@ -18,14 +18,13 @@ from typing import TextIO
 import keras
 import numpy as np
 
-from tfscones.data.text_lines import write_text_aside
 from tfscones.data.tokenizer import Tokenizer
 from tfscones.decoding import translate
 from tfscones.decoding.translate import cut_sources
 from tfscones.evaluation.selection import METRICS, SelectionMetric
 from tfscones.ranges import AT_LEAST_ONE
 from tfscones.training.averaging import moving_average_weights
-from tfscones.written_aside import check_space, written_aside
+from tfscones.written_aside import check_space, write_text_aside, written_aside
 
 logger = logging.getLogger(__name__)
 

@@ -47,7 +47,6 @@ from tfscones.data import (
     translation_dataset,
 )
 from tfscones.data.symbol_vocab import SymbolTokenizer
-from tfscones.data.text_lines import write_text_aside
 from tfscones.decoding.scoring import check_text_pairs
 from tfscones.evaluation import metrics
 from tfscones.evaluation.analysis import ModelAnalysis, analyze_model
@@ -76,7 +75,7 @@ from tfscones.training.splits import (
     split_languages,
     text_files,
 )
-from tfscones.written_aside import check_folder
+from tfscones.written_aside import check_folder, write_text_aside
 
 logger = logging.getLogger("training")
 

@@ -95,12 +95,39 @@ def test_runs_are_trained_scored_per_language_skipped_and_their_seeds_ensembled(
     ]
     config_of = lambda run: run_config(run, out, data_dir, TINY_G2P)  # noqa: E731
     recipe_name = "ensemble-" + chosen.name.removesuffix("-seed2")
-    assert g2p.evaluate_ensembles(out, config_of) == [f"ensembled {recipe_name}"]
+    assert reproduce("g2p", out, data_dir, overrides=TINY_G2P, only=[recipe_name]) == [
+        f"ensembled {recipe_name}"
+    ]
     record = json.loads((out / "g2p" / f"{recipe_name}.json").read_text())
     assert record["runs"] == [chosen.name.replace("seed2", "seed1"), chosen.name]
     assert set(record["beam5"]["by_language"]) == set(LANGUAGES)
     assert (out / "g2p" / recipe_name / "test-hypotheses" / "fre.tsv").is_file()
     assert g2p.evaluate_ensembles(out, config_of) == []  # recorded: not decoded again
+
+
+def finish_entmax_grid(out_dir) -> str:
+    """Fake results of the entmax-1.5 grid and the chosen recipe's seed 2; the ensemble's name."""
+    for run, dev_per in zip(g2p_recipe_runs("entmax-1.5"), (3.2, 2.9, 3.0), strict=True):
+        fake_results(out_dir, run, dev_per)
+    fake_results(out_dir, g2p_run("entmax-1.5", 0.04, seed=2), 3.1)
+    fake_evaluation(out_dir, g2p_run("entmax-1.5", 0.04, seed=2), 14.0, 3.0)
+    return "ensemble-g2p-entmax15-ls0.04"
+
+
+def test_only_names_an_ensemble_once_its_seeds_have_finished(data_dir, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="no run ensemble-g2p-entmax15-ls0.04; .*once every run"):
+        reproduce("g2p", out, data_dir, overrides=TINY_G2P, only=["ensemble-g2p-entmax15-ls0.04"])
+    name = finish_entmax_grid(out)
+    decoded = []
+    monkeypatch.setattr(
+        g2p, "evaluate_ensembles", lambda out_dir, config_of, names: decoded.append(names) or []
+    )
+    reproduce("g2p", out, data_dir, overrides=TINY_G2P, only=[name])
+    reproduce("g2p", out, data_dir, overrides=TINY_G2P, only=["g2p-entmax15-ls0.04-seed2"])
+    assert decoded == [[name]]  # a run named alone decodes no ensemble
+    with pytest.raises(ValueError, match="its ensembles now: ensemble-g2p-entmax15-ls0.04\\."):
+        reproduce("g2p", out, data_dir, overrides=TINY_G2P, only=["ensemble-g2p-softmax-ls0.15"])
 
 
 def test_the_g2p_evaluation_step_replaces_the_bleu_one(tmp_path, monkeypatch, data_dir):

@@ -61,7 +61,12 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
         help=f"exact search's states per sentence (default {DEFAULT_STATE_BUDGET:,})",
     )
     parser.add_argument(
-        "--only", nargs="+", default=[], metavar="RUN", help="work on these runs of the plan only"
+        "--only",
+        nargs="+",
+        default=[],
+        metavar="RUN",
+        help="work on these runs of the plan only (for g2p, or its ensembles, such as "
+        "ensemble-g2p-entmax15-ls0.04, once their seeds have finished)",
     )
     parser.add_argument(
         "overrides",

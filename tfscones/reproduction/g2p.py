@@ -154,16 +154,23 @@ def read_ensembles(out_dir: Path) -> list[dict | None]:
     return [read_ensemble(out_dir, recipe) for recipe in ensemble_recipes(out_dir)]
 
 
-def evaluate_ensembles(out_dir: Path, config_of) -> list[str]:
+def ensemble_names(out_dir: Path) -> list[str]:
+    """The names of the ensembles the plan can decode now (`ensemble-g2p-entmax15-ls0.04`)."""
+    return [recipe.name for recipe in ensemble_recipes(out_dir)]
+
+
+def evaluate_ensembles(out_dir: Path, config_of, names: Sequence[str] = ()) -> list[str]:
     """Decodes and scores each ensemble not yet recorded; returns what was done.
 
     Args:
         out_dir: The reproduction folder.
         config_of: `config_of(run)`: the `ExperimentConfig` of a planned run.
+        names: The ensembles to decode (`ensemble_names`); every one the plan can decode now if
+            empty.
     """
     done = []
     for recipe in ensemble_recipes(out_dir):
-        if read_ensemble(out_dir, recipe) is not None:
+        if names and recipe.name not in names or read_ensemble(out_dir, recipe) is not None:
             continue
         folders = [RunFolder(out_dir / run.name) for run in recipe.runs]
         model = Ensemble([load_model(folder.model) for folder in folders])

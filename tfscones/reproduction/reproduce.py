@@ -31,6 +31,7 @@ page.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import logging
@@ -139,7 +140,8 @@ def reproduce(
             and how to train (`training.strategy=mirrored`); anything else makes other runs
             than the plan's.
         only: Names of the plan's runs to work on (all if empty): parts of a plan can run on
-            several machines, their folders gathered into one afterwards.
+            several machines, their folders gathered into one afterwards. The G2P plan's
+            ensembles (`ensemble-g2p-entmax15-ls0.04`) can be named once they can be decoded.
         progress: Where training progress lines go (standard output if None).
 
     Returns:
@@ -173,7 +175,9 @@ def reproduce(
         run, step = pending[0]
         step.action(run_config(run, out_dir, data_dir, overrides), settings, progress)
         done.append(f"{step.name} {run.name}")
-    if plan.name in _COMPARISONS and all(
+    if plan.name == G2P.name:
+        done += _g2p_ensembles(out_dir, data_dir, overrides, only)
+    elif plan.name in _COMPARISONS and all(
         RunFolder(out_dir / run.name).evaluation.is_file() for run in plan.runs(out_dir)
     ):
         done += _COMPARISONS[plan.name](out_dir, data_dir)
@@ -193,13 +197,27 @@ def check_outputs(plan: Plan, out_dir: Path) -> None:
 
 
 def _check_run_names(plan: Plan, out_dir: Path, names: Sequence[str]) -> None:
-    """Refuses names that are not runs of the plan (the tanh run only once it is planned)."""
+    """Refuses names that are not runs of the plan (the tanh run only once it is planned).
+
+    The G2P plan's ensembles are named too, once they can be decoded.
+    """
     known = [run.name for run in plan.runs(out_dir)]
-    unknown = [name for name in names if name not in known]
+    ensembles = g2p.ensemble_names(out_dir) if plan.name == G2P.name else []
+    unknown = [name for name in names if name not in known + ensembles]
     if unknown:
         raise ValueError(
-            f"the {plan.name} plan has no run {', '.join(unknown)}; its runs: {', '.join(known)}."
+            f"the {plan.name} plan has no run {', '.join(unknown)}; its runs: {', '.join(known)}"
+            + (_ensembles_now(ensembles) if plan.name == G2P.name else ".")
         )
+
+
+def _ensembles_now(names: list[str]) -> str:
+    """What the error of an unknown name says of the G2P plan's ensembles."""
+    decodable = f"; its ensembles now: {', '.join(names)}" if names else ""
+    return (
+        f"{decodable}. A loss's ensemble can be decoded once every run of its smoothing grid "
+        "and every seed of the recipe dev chose has finished."
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -346,15 +364,26 @@ def _demo_table(out_dir: Path) -> dict | None:
     return read_expectations(path) if path.exists() else None
 
 
-def _g2p_ensembles(out_dir: Path, data_dir: str) -> list[str]:
-    """The G2P plan's ensembles of each chosen recipe's seeds (`tfscones.reproduction.g2p`)."""
-    return g2p.evaluate_ensembles(out_dir, lambda run: run_config(run, out_dir, data_dir))
+def _g2p_ensembles(
+    out_dir: Path, data_dir: str, overrides: Sequence[str], only: Sequence[str]
+) -> list[str]:
+    """The G2P plan's ensembles of each chosen recipe's seeds (`tfscones.reproduction.g2p`).
+
+    Every ensemble that can be decoded now, or those of them `only` names (none if it names
+    runs only).
+    """
+    names = [name for name in only if name in g2p.ensemble_names(out_dir)]
+    if only and not names:
+        return []
+    config_of = functools.partial(
+        run_config, out_dir=out_dir, data_dir=data_dir, overrides=overrides
+    )
+    return g2p.evaluate_ensembles(out_dir, config_of, names)
 
 
 _COMPARISONS = {
     MOE.name: lambda out_dir, data_dir: _moe_comparison(out_dir),
     DEMO.name: lambda out_dir, data_dir: _demo_expectations(out_dir),
-    G2P.name: _g2p_ensembles,
 }
 _COMPARISON_READERS = {
     MOE.name: read_moe_comparison,

@@ -130,6 +130,14 @@ def test_only_names_an_ensemble_once_its_seeds_have_finished(data_dir, tmp_path,
         reproduce("g2p", out, data_dir, overrides=TINY_G2P, only=["ensemble-g2p-softmax-ls0.15"])
 
 
+def test_an_ensemble_whose_runs_lost_their_models_is_refused_naming_them(data_dir, tmp_path):
+    out = tmp_path / "out"
+    name = finish_entmax_grid(out)
+    with pytest.raises(FileNotFoundError, match=f"{name} needs the model .*ls0.04-seed1, .*seed2"):
+        reproduce("g2p", out, data_dir, overrides=TINY_G2P, only=[name])
+    assert not (out / "g2p").exists()
+
+
 def test_the_g2p_evaluation_step_replaces_the_bleu_one(tmp_path, monkeypatch, data_dir):
     config = run_config(g2p_run("sparsemax", 0.0), tmp_path, data_dir, TINY_G2P)
     (tmp_path / g2p_run("sparsemax", 0.0).name).mkdir()

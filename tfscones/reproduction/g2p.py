@@ -173,6 +173,7 @@ def evaluate_ensembles(out_dir: Path, config_of, names: Sequence[str] = ()) -> l
         if names and recipe.name not in names or read_ensemble(out_dir, recipe) is not None:
             continue
         folders = [RunFolder(out_dir / run.name) for run in recipe.runs]
+        _check_models(recipe, folders)
         model = Ensemble([load_model(folder.model) for folder in folders])
         tokenizer = load_tokenizer(folders[0].tokenizer)
         hypotheses_dir = out_dir / G2P.name / recipe.name / HYPOTHESES_FOLDER
@@ -181,6 +182,22 @@ def evaluate_ensembles(out_dir: Path, config_of, names: Sequence[str] = ()) -> l
         _write_text(ensemble_file(out_dir, recipe), json.dumps(record, indent=1) + "\n")
         done.append(f"ensembled {recipe.name}")
     return done
+
+
+def _check_models(recipe: EnsembleRecipe, folders: list[RunFolder]) -> None:
+    """Refuses an ensemble some of whose finished runs have lost their models.
+
+    Raises:
+        FileNotFoundError: Naming the runs, and how to train them again.
+    """
+    missing = [str(folder.path) for folder in folders if not folder.model.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{recipe.name} needs the model of each of its runs; {', '.join(missing)} "
+            f"{'has' if len(missing) == 1 else 'have'} results but no {folders[0].model.name} "
+            "(models are not committed): move such a run's folder away and reproduce again "
+            "to train it anew"
+        )
 
 
 def _write_text(path: Path, text: str) -> None:

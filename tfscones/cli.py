@@ -3,7 +3,7 @@
     tfscones train --config demo_softmax training.max_minutes=5
     tfscones translate --run runs/demo-softmax --search beam < sentences.de
     tfscones export --run runs/demo-softmax --out exports/demo/1
-    tfscones analyze | diversity | synthetic | temperature-table | demo ...
+    tfscones analyze | diversity | synthetic | reproduce | report | demo ...
 
 Each subcommand parses its arguments and makes library calls (`tfscones.training.runner`,
 `tfscones.serving`, `tfscones.evaluation`); `tfscones SUBCOMMAND --help` lists its options.
@@ -29,7 +29,6 @@ SUBCOMMANDS = {
     "analyze": ("analyze", "model and search errors of trained models, as a report"),
     "diversity": ("diversity", "diversity of K translations (Hard-MoE against baselines)"),
     "synthetic": ("synthetic", "IBM-3 synthetic language pairs at temperatures"),
-    "temperature-table": ("temperature_table", "table of synthetic-corpus reports by γ"),
     "reproduce": ("reproduce", "train, evaluate and analyse one paper's runs, by steps and seed"),
     "report": ("report", "write the results page from reproduction folders"),
     "demo": ("demo", "train softmax and SCONES on the bundled corpus, translate, export"),

@@ -329,3 +329,15 @@ def test_the_history_of_a_run_still_training_is_not_read(out, tmp_path):
     (folder / "history.csv").write_text("epoch,loss,val_bleu\n0,4.0,20.0\n1,3.")  # mid-write
     page = write_report(out, tmp_path / "results.md")
     assert "| multi30k-scones-a0.2-seed1 | 1 | not run yet |" in page
+
+
+@pytest.mark.parametrize("command", ["reproduce", "report"])
+def test_a_damaged_synthetic_corpora_record_is_named_before_any_step(out, no_steps, command):
+    (out / "synthetic").mkdir()
+    target = damage(out, "synthetic/corpora.json", '{"settings": {}, "estimation_seconds": -1}')
+    with pytest.raises(ValueError, match=expected_error(target, 'field "estimation_seconds"')):
+        if command == "reproduce":
+            reproduce("synthetic", out)
+        else:
+            write_report(out, out.parent / "page" / "results.md")
+    assert not (out / "synthetic" / "ibm3").exists()

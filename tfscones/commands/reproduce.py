@@ -1,9 +1,10 @@
-"""Reproduce a paper's results: `tfscones reproduce scones|entmax|moe|g2p --data DIR --out DIR`.
+"""Reproduce a paper's results: `tfscones reproduce scones|entmax|moe|g2p|synthetic --out DIR`.
 
 Trains every run of the paper's plan for its fixed number of steps with its seed, evaluates and
 analyses it, and skips whatever an earlier call finished (a killed run resumes from its
-backup); `tfscones reproduce demo` measures the demo's BLEU at fixed step budgets, and
-`tfscones reproduce g2p` is Peters & Martins 2021's Table 1 on SIGMORPHON 2020 G2P.
+backup); `tfscones reproduce demo` measures the demo's BLEU at fixed step budgets;
+`tfscones reproduce g2p` is Peters & Martins 2021's Table 1 on SIGMORPHON 2020 G2P, and
+`tfscones reproduce synthetic` Stahlberg & Kumar 2022's synthetic language pairs (§5).
 `tfscones.reproduction.plans` lists the runs; `tfscones report OUT` writes the results page
 from the folder. A damaged output already in the folder stops it before any step, in one line
 naming the file and the field (`reproduce error: ...`). `python -m training.reproduce` is the
@@ -13,6 +14,7 @@ same command.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -21,8 +23,8 @@ from tfscones.data import ParallelTextError, VocabularyError
 from tfscones.data.text_lines import TextLineError
 from tfscones.decoding import DEFAULT_STATE_BUDGET
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
-from tfscones.reproduction.plans import DEFAULT_DATA_DIR, PLANS
-from tfscones.reproduction.reproduce import AnalysisSettings, reproduce
+from tfscones.reproduction.plans import DEFAULT_DATA_DIR, PLANS, SYNTHETIC, AnalysisSettings
+from tfscones.reproduction.reproduce import reproduce
 from tfscones.reproduction.run_outputs import RunOutputError
 from tfscones.run_folder import RunFolderBusy
 from tfscones.training.config import ConfigError
@@ -46,18 +48,21 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
         "--beam-sizes",
         type=positive_int,
         nargs="+",
-        default=list(DEFAULT_BEAM_SIZES),
-        help="beam sizes of the analysis curves",
+        default=argparse.SUPPRESS,
+        help=f"beam sizes of the analysis curves (default {_listed(DEFAULT_BEAM_SIZES)}; "
+        f"synthetic: {_listed(SYNTHETIC.analysis.beam_sizes)})",
     )
     parser.add_argument(
         "--exact-sentences",
         type=non_negative_int,
-        help="exact search on the first N test sentences (default: all; 0: none)",
+        default=argparse.SUPPRESS,
+        help="exact search on the first N test sentences (default: all; synthetic: "
+        f"{SYNTHETIC.analysis.exact_sentences}; 0: none)",
     )
     parser.add_argument(
         "--state-budget",
         type=positive_int,
-        default=DEFAULT_STATE_BUDGET,
+        default=argparse.SUPPRESS,
         help=f"exact search's states per sentence (default {DEFAULT_STATE_BUDGET:,})",
     )
     parser.add_argument(
@@ -76,15 +81,27 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     return parser.parse_intermixed_args(argv)
 
 
+def _listed(values) -> str:
+    return " ".join(map(str, values))
+
+
+def analysis_settings(arguments: argparse.Namespace) -> AnalysisSettings:
+    """The plan's `analysis`, with the settings the command line gives in its place."""
+    given = {
+        name: getattr(arguments, name)
+        for name in ("beam_sizes", "exact_sentences", "state_budget")
+        if hasattr(arguments, name)
+    }
+    if "beam_sizes" in given:
+        given["beam_sizes"] = tuple(sorted(set(given["beam_sizes"])))
+    return dataclasses.replace(PLANS[arguments.paper].analysis, **given)
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     """Entry point of `tfscones reproduce` and `python -m training.reproduce`."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     arguments = parse_arguments(argv, prog)
-    settings = AnalysisSettings(
-        beam_sizes=tuple(sorted(set(arguments.beam_sizes))),
-        exact_sentences=arguments.exact_sentences,
-        state_budget=arguments.state_budget,
-    )
+    settings = analysis_settings(arguments)
     try:
         done = reproduce(
             arguments.paper,

@@ -10,7 +10,7 @@ It estimates IBM-3 once from the parallel training files (`tfscones.synthetic`),
 source sentences copied, each with one target sentence sampled from the model at γ (dev and test
 only when their source is given). `OUT/summary.md` has, per temperature, the sampled training
 targets' mean length and type count and the mean entropies of the tempered t, n and d rows.
-`training/configs/synthetic*.yaml` train on `runs/synthetic/gamma-0.5`.
+`tfscones reproduce synthetic` makes such corpora itself and trains on them.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from tfscones import synthetic as ibm3
 from tfscones.commands.argument_types import positive_int
 from tfscones.data import read_sentence_pairs
 from tfscones.data.text_lines import write_lines
-
-SPLIT_SEEDS = {"train": 0, "dev": 1, "test": 2}
+from tfscones.synthetic import corpora
 
 
 def temperature_argument(text: str) -> float:
@@ -60,12 +59,6 @@ def write_sentences(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def corpus_statistics(sentences: list[str]) -> tuple[float, int]:
-    """Mean length in whitespace words, and the number of distinct words."""
-    words = [sentence.split() for sentence in sentences]
-    return sum(map(len, words)) / len(words), len({word for line in words for word in line})
-
-
 def summary_markdown(arguments, parameters, seconds: float, rows: list[str]) -> list[str]:
     """The lines of OUT/summary.md: how the model was estimated, a table row per temperature."""
     model = parameters.summary()
@@ -89,22 +82,17 @@ def summary_markdown(arguments, parameters, seconds: float, rows: list[str]) -> 
 
 
 def write_temperature(arguments, parameters, splits: dict[str, list[str]], gamma: float) -> str:
-    """Writes the corpora of one temperature; returns its row of the summary table."""
-    folder = arguments.out / f"gamma-{gamma}"
-    targets = {}
-    for split, sources in splits.items():
-        targets[split] = ibm3.synthesize(
-            parameters, sources, gamma, seed=(arguments.seed, SPLIT_SEEDS[split])
-        )
-        write_sentences(folder / f"{split}.src", sources)
-        write_sentences(folder / f"{split}.tgt", targets[split])
+    """Writes the corpus of one temperature; prints its files, returns its summary row."""
+    targets = corpora.write_corpus(parameters, splits, gamma, arguments.out, arguments.seed)
+    for split in splits:
+        print("\n".join(map(str, corpora.corpus_files(arguments.out, gamma, split))))
     return table_row(str(gamma), targets["train"], parameters.summary(gamma))
 
 
 def table_row(label: str, targets: list[str], entropies: dict | None = None) -> str:
     """A row of the summary table; entropies left empty without `entropies`."""
-    length, types = corpus_statistics(targets)
-    cells = [label, f"{length:.2f}", str(types)]
+    statistics = corpora.corpus_statistics(targets)
+    cells = [label, f"{statistics['mean_length']:.2f}", str(statistics["types"])]
     for name in ("t_entropy", "n_entropy", "d_entropy"):
         cells.append(f"{entropies[name]:.3f}" if entropies else "")
     return "| " + " | ".join(cells) + " |"

@@ -20,6 +20,11 @@ candidates are still to finish).
 The moe plan trains the softmax baseline and the hard-MoE model on the demo corpus, each with
 dropout 0 and 0.1, and compares the two runs chosen on dev (`moe_compared_runs`).
 
+The synthetic plan (Stahlberg & Kumar 2022, §5) trains softmax and SCONES α = 0.2 and 1.0 on
+the IBM-3 corpus sampled at each temperature γ (`tfscones.reproduction.synthetic` samples them
+into the reproduction folder), a second seed of each at γ = 0.5, and analyses every run with
+beam 4 and exact search (`Plan.analysis`).
+
 The `demo` plan is no paper's: it trains the two configs of `tfscones demo` for fixed step
 budgets, so that the demo, bounded by minutes, can say what its step count should give.
 """
@@ -30,9 +35,12 @@ import dataclasses
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from tfscones.decoding import DEFAULT_STATE_BUDGET
+from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
 from tfscones.evaluation.selection import METRICS, selection_metric
 from tfscones.reproduction.run_outputs import RESULTS, read_json
 from tfscones.run_folder import RunFolder
+from tfscones.synthetic.corpora import corpus_files
 
 MULTI30K_FILES = {
     "train": ("multi30k-en-de/train.en", "multi30k-en-de/train.de"),
@@ -99,6 +107,44 @@ G2P_SCONES = "SCONES"
 G2P_SCONES_ALPHAS = (0.2, 0.5, 1.0)
 # The seeds of each loss's recipe chosen on dev: their mean and spread, and their ensemble.
 G2P_SEEDS = (1, 2)
+# Stahlberg & Kumar 2022, §5: the IBM-3 sampling temperatures γ of Figs. 8 and 9, the heads
+# trained on each, and the γ whose second seeds give the seed spread: the middle of the range,
+# where the paper's exact-search curves part (Fig. 9).
+SYNTHETIC_TEMPERATURES = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+SYNTHETIC_CONFIGS = {
+    "softmax": "synthetic_softmax",
+    "SCONES α=0.2": "synthetic_scones_a0.2",
+    "SCONES α=1.0": "synthetic_scones_a1.0",
+}
+SYNTHETIC_SPREAD_TEMPERATURE = 0.5
+SYNTHETIC_FOLDER = "synthetic"
+# Exact search, with the paper's 1M states a sentence, on the first 50 test sentences of each
+# synthetic run: a sentence that reaches the budget costs minutes (the paper's Table 7 has a
+# quarter of SCONES α=0.2's sentences reach it at γ = 0.5), and the plan has 21 runs.
+SYNTHETIC_EXACT_SENTENCES = 50
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisSettings:
+    """How much of the analysis to run (the defaults are the SCONES paper's).
+
+    Attributes:
+        beam_sizes: Beam sizes of the BLEU and length curves.
+        exact_sentences: Exact search on this many of the first test sentences (None: all).
+        state_budget: Exact search's per-sentence state budget.
+    """
+
+    beam_sizes: tuple[int, ...] = DEFAULT_BEAM_SIZES
+    exact_sentences: int | None = None
+    state_budget: int = DEFAULT_STATE_BUDGET
+
+    def as_dict(self) -> dict:
+        """The settings as recorded in `analysis.json`."""
+        return {
+            "beam_sizes": list(self.beam_sizes),
+            "exact_sentences": self.exact_sentences,
+            "state_budget": self.state_budget,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,9 +157,13 @@ class PlannedRun:
         label: How tables name the model (`SCONES α=0.5`).
         overrides: Further `section.key=value` overrides (the tanh run's α).
         steps: `training.steps`, if not the config's own; the run's name then says it.
-        corpus: `multi30k` (its files under the data folder) or `demo` (bundled).
+        corpus: `multi30k` (its files under the data folder), `demo` (bundled), `g2p` (the
+            SIGMORPHON 2020 files under the data folder) or `synthetic` (sampled by the plan
+            into the reproduction folder, at `temperature`).
         analysed: Whether the run is analysed (beam curve, exact search, calibration); runs
             trained only for the seed spread or on the demo corpus are not.
+        variant: What the name adds to the config's (`ls0.04`, `gamma0.5`).
+        temperature: The IBM-3 sampling temperature γ of a `synthetic` run's corpus.
     """
 
     config: str
@@ -124,6 +174,7 @@ class PlannedRun:
     corpus: str = "multi30k"
     analysed: bool = True
     variant: str = ""
+    temperature: float | None = None
 
     @property
     def name(self) -> str:
@@ -160,6 +211,11 @@ class PlannedRun:
             folder = g2p_folder(data_dir)
             for split in ("train", "dev", "test"):
                 overrides.append(f"data.{split}_tsv={folder}/{{language}}_{split}.tsv")
+        if self.corpus == "synthetic":
+            for split in ("train", "dev", "test"):
+                files = corpus_files(out_dir / SYNTHETIC_FOLDER, self.temperature, split)
+                overrides.append(f"data.{split}_source={files[0]}")
+                overrides.append(f"data.{split}_target={files[1]}")
         return overrides
 
 
@@ -184,12 +240,14 @@ class Plan:
         title: The paper, by authors and year.
         fixed_runs: Runs planned from the start.
         later_runs: Runs planned from finished ones (the tanh run at the α chosen on dev).
+        analysis: How much of the analysis its analysed runs get unless told otherwise.
     """
 
     name: str
     title: str
     fixed_runs: tuple[PlannedRun, ...]
     later_runs: Callable[[Path], tuple[PlannedRun, ...]] = lambda out_dir: ()
+    analysis: AnalysisSettings = AnalysisSettings()
 
     def runs(self, out_dir: Path) -> list[PlannedRun]:
         """The runs known so far: the fixed ones, then those that finished runs decide."""
@@ -395,6 +453,18 @@ def moe_compared_runs(out_dir: Path) -> tuple[PlannedRun, PlannedRun] | None:
     return None if None in chosen else tuple(chosen)
 
 
+def synthetic_run(head: str, temperature: float, seed: int = 1) -> PlannedRun:
+    """A head of `SYNTHETIC_CONFIGS` trained on the corpus sampled at γ = `temperature`."""
+    return PlannedRun(
+        SYNTHETIC_CONFIGS[head],
+        seed,
+        f"{head} γ={temperature:g}",
+        corpus="synthetic",
+        variant=f"gamma{temperature:g}",
+        temperature=temperature,
+    )
+
+
 SOFTMAX = PlannedRun("multi30k_softmax", 1, "softmax")
 SCONES = Plan(
     name="scones",
@@ -436,4 +506,17 @@ G2P = Plan(
     fixed_runs=tuple(run for loss in g2p_losses() for run in g2p_recipe_runs(loss)),
     later_runs=g2p_seeds_of_best_recipes,
 )
-PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE, DEMO, G2P)}
+SYNTHETIC = Plan(
+    name="synthetic",
+    title="Stahlberg & Kumar (2022), §5: synthetic language pairs of IBM-3 at temperatures γ",
+    fixed_runs=(
+        *(
+            synthetic_run(head, temperature)
+            for temperature in SYNTHETIC_TEMPERATURES
+            for head in SYNTHETIC_CONFIGS
+        ),
+        *(synthetic_run(head, SYNTHETIC_SPREAD_TEMPERATURE, 2) for head in SYNTHETIC_CONFIGS),
+    ),
+    analysis=AnalysisSettings(beam_sizes=(4,), exact_sentences=SYNTHETIC_EXACT_SENTENCES),
+)
+PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE, DEMO, G2P, SYNTHETIC)}

@@ -57,6 +57,8 @@ from tfscones.reproduction.records import (
     seed_scores,
     seed_spread,
 )
+from tfscones.reproduction.synthetic import read_corpora
+from tfscones.reproduction.synthetic_report import synthetic_section
 from tfscones.reproduction.targets import targets_table
 from tfscones.reproduction.verdicts import (
     Claim,
@@ -84,6 +86,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
     records = read_records(results_dir)
     read_moe_comparison(results_dir)
     read_ensembles(results_dir)
+    read_corpora(results_dir)
     figures = out.parent / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     folder = command_dir or str(results_dir)
@@ -97,6 +100,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
         *_moe_section(records["moe"], results_dir, figures, folder),
         *_demo_section(records["demo"], folder),
         *g2p_section(records["g2p"], results_dir, folder),
+        *synthetic_section(records["synthetic"], results_dir, figures, folder),
         "## Targets",
         "",
         *targets_table(records, results_dir),
@@ -190,7 +194,8 @@ def _minutes(seconds: float) -> str:
 
 
 def _command(plan: Plan, folder: str) -> list[str]:
-    data = "" if all(run.corpus == "demo" for run in plan.fixed_runs) else " --data ../shared/data"
+    shared = any(run.corpus in ("multi30k", "g2p") for run in plan.fixed_runs)
+    data = " --data ../shared/data" if shared else ""
     return ["```bash", f"tfscones reproduce {plan.name}{data} --out {folder}", "```", ""]
 
 

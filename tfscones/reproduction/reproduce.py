@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import TextIO
 
 from tfscones import decoding
-from tfscones.decoding import DEFAULT_STATE_BUDGET, Search
+from tfscones.decoding import Search
 from tfscones.evaluation import diversity, metrics
-from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES, analyze_model
+from tfscones.evaluation.analysis import analyze_model
 from tfscones.evaluation.diverse_translations import (
     baseline_translations,
     expert_translations,
@@ -50,7 +50,7 @@ from tfscones.evaluation.diverse_translations import (
 )
 from tfscones.evaluation.expert_wins import expert_wins
 from tfscones.models import load_run
-from tfscones.reproduction import g2p
+from tfscones.reproduction import g2p, synthetic
 from tfscones.reproduction.demo_expectations import (
     EXPECTATIONS_FILE,
     measured_points,
@@ -64,6 +64,8 @@ from tfscones.reproduction.plans import (
     MOE,
     MOE_EXPERTS,
     PLANS,
+    SYNTHETIC,
+    AnalysisSettings,
     Plan,
     PlannedRun,
 )
@@ -86,29 +88,6 @@ DIVERSITY_STRENGTH = 0.5
 MULTIREF_FILE = "tfscones:data/demo/multiref-dev.de-en.jsonl"
 
 
-@dataclasses.dataclass(frozen=True)
-class AnalysisSettings:
-    """How much of the analysis to run (the defaults are the SCONES paper's).
-
-    Attributes:
-        beam_sizes: Beam sizes of the BLEU and length curves.
-        exact_sentences: Exact search on this many of the first test sentences (None: all).
-        state_budget: Exact search's per-sentence state budget.
-    """
-
-    beam_sizes: tuple[int, ...] = DEFAULT_BEAM_SIZES
-    exact_sentences: int | None = None
-    state_budget: int = DEFAULT_STATE_BUDGET
-
-    def as_dict(self) -> dict:
-        """The settings as recorded in `analysis.json`."""
-        return {
-            "beam_sizes": list(self.beam_sizes),
-            "exact_sentences": self.exact_sentences,
-            "state_budget": self.state_budget,
-        }
-
-
 def run_config(
     run: PlannedRun, out_dir: Path, data_dir: str = DEFAULT_DATA_DIR, overrides: Sequence[str] = ()
 ) -> ExperimentConfig:
@@ -120,7 +99,7 @@ def reproduce(
     paper: str,
     out_dir: str | Path,
     data_dir: str = DEFAULT_DATA_DIR,
-    settings: AnalysisSettings = AnalysisSettings(),
+    settings: AnalysisSettings | None = None,
     overrides: Sequence[str] = (),
     only: Sequence[str] = (),
     progress: TextIO | None = None,
@@ -135,7 +114,7 @@ def reproduce(
         out_dir: The reproduction folder (shared by the plans: a run two plans use is trained
             once).
         data_dir: The folder holding `multi30k-en-de/` (the `moe` plan uses the bundled corpus).
-        settings: How much of the analysis to run.
+        settings: How much of the analysis to run (None: the plan's `analysis`).
         overrides: `section.key=value` overrides for every run, after the plan's own: where
             and how to train (`training.strategy=mirrored`); anything else makes other runs
             than the plan's.
@@ -157,21 +136,16 @@ def reproduce(
     if paper not in PLANS:
         raise ValueError(f"unknown paper {paper!r}; allowed: {', '.join(PLANS)}.")
     plan, out_dir = PLANS[paper], Path(out_dir)
+    settings = plan.analysis if settings is None else settings
     _check_run_names(plan, out_dir, only)
     check_outputs(plan, out_dir)
+    done = []
+    if plan.name == SYNTHETIC.name and _pending(plan, out_dir, only, settings):
+        temperatures = sorted({run.temperature for run in plan.runs(out_dir)})
+        done += synthetic.prepare_corpora(out_dir, temperatures)
     for run in plan.fixed_runs:
         runner.check_config(run_config(run, out_dir, data_dir, overrides))
-    done, steps = [], _steps()
-    while True:
-        pending = [
-            (run, step)
-            for run in plan.runs(out_dir)
-            if not only or run.name in only
-            for step in steps
-            if not step.is_done(run, out_dir, settings)
-        ]
-        if not pending:
-            break
+    while pending := _pending(plan, out_dir, only, settings):
         run, step = pending[0]
         step.action(run_config(run, out_dir, data_dir, overrides), settings, progress)
         done.append(f"{step.name} {run.name}")
@@ -182,6 +156,19 @@ def reproduce(
     ):
         done += _COMPARISONS[plan.name](out_dir, data_dir)
     return done
+
+
+def _pending(
+    plan: Plan, out_dir: Path, only: Sequence[str], settings: AnalysisSettings
+) -> list[tuple[PlannedRun, _Step]]:
+    """The steps still to do, in order: each run's training, evaluation and analysis."""
+    return [
+        (run, step)
+        for run in plan.runs(out_dir)
+        if not only or run.name in only
+        for step in _steps()
+        if not step.is_done(run, out_dir, settings)
+    ]
 
 
 def check_outputs(plan: Plan, out_dir: Path) -> None:
@@ -389,6 +376,7 @@ _COMPARISON_READERS = {
     MOE.name: read_moe_comparison,
     DEMO.name: _demo_table,
     G2P.name: g2p.read_ensembles,
+    SYNTHETIC.name: synthetic.read_corpora,
 }
 
 

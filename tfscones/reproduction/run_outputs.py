@@ -2,13 +2,13 @@
 
 `tfscones reproduce` leaves small files in a reproduction folder (each run's `results.json`,
 `evaluation.json`, `analysis.json`, `history.csv` and `config.yaml`; `moe/*.json`,
-`g2p/ensemble-*.json`, `demo/expected_bleu.json`), and `tfscones report` makes the results
-page from them. Every one of them is read here, against a `Shape` that says what the readers
-use: a file copied half, cut short, emptied or edited by hand is refused with one
-`RunOutputError` naming the file and the field, never a `KeyError` far from the file or a table
-of NaN. The numbers of results, evaluations and comparisons must be finite; an analysis's
-floats may be any number (its means and log scores are NaN or -inf where there is nothing to
-average), and a verdict on one that is not finite reads `not judged`
+`g2p/ensemble-*.json`, `demo/expected_bleu.json`, `synthetic/corpora.json`), and
+`tfscones report` makes the results page from them. Every one of them is read here, against a
+`Shape` that says what the readers use: a file copied half, cut short, emptied or edited by
+hand is refused with one `RunOutputError` naming the file and the field, never a `KeyError`
+far from the file or a table of NaN. The numbers of results, evaluations and comparisons must
+be finite; an analysis's floats may be any number (its means and log scores are NaN or -inf
+where there is nothing to average), and a verdict on one that is not finite reads `not judged`
 (`tfscones.reproduction.verdicts`).
 
     results = read_json(RunFolder(run_dir).results, RESULTS)  # None if there is none
@@ -419,6 +419,34 @@ EXPERTS = Object(
     }
 )
 """`moe/experts.json`: each expert's BLEU and share of E-step wins."""
+
+_CORPUS_STATISTICS = Object({"mean_length": RATE, "types": COUNT})
+SYNTHETIC_CORPORA = Object(
+    {
+        "settings": Object(others=None),
+        "estimation_seconds": RATE,
+        "model": Object(
+            {
+                "source_vocabulary": COUNT,
+                "target_vocabulary": COUNT,
+                "t_entries": COUNT,
+                "p1": Number(UNIT_INTERVAL),
+            }
+        ),
+        "original_targets": _CORPUS_STATISTICS,
+        "temperatures": Object(
+            others=Object(
+                {
+                    **_CORPUS_STATISTICS.required,
+                    "t_entropy": RATE,
+                    "n_entropy": RATE,
+                    "d_entropy": RATE,
+                }
+            )
+        ),
+    }
+)
+"""`synthetic/corpora.json`: how the synthetic plan's corpora were made, and their statistics."""
 
 EXPECTATIONS = Object(
     others=ListOf(Object({"steps": COUNT, "greedy_bleu": FINITE, "beam4_bleu": FINITE}))

@@ -14,9 +14,10 @@ eq. 10): a low γ gives a nearly deterministic language pair, a high γ an ambig
 - `sampling`: the generative story of Appendix B (`sample_translation`) and a whole corpus
   (`synthesize`).
 - `parameter_files`: `ibm3.json` and `ibm3.npz`, written by `IBM3Parameters.save`.
+- `corpora`: one temperature's corpus written as files (`write_corpus`), and its statistics.
 
-`python -m training.synthetic` estimates the model from parallel text files and writes one
-synthetic corpus per temperature.
+`tfscones synthetic` estimates the model from parallel text files and writes one synthetic
+corpus per temperature; `tfscones reproduce synthetic` does so and trains on them.
 """
 
 from tfscones.synthetic.estimation import estimate_ibm3

@@ -25,6 +25,7 @@ from tfscones.native_logs import import_tensorflow_quietly
 SUBCOMMANDS = {
     "train": ("train", "train one experiment from a config"),
     "translate": ("translate", "translate a text file with a trained model"),
+    "score": ("score", "the confidence of given translations under a trained model"),
     "export": ("export", "export a trained model as a TF Serving SavedModel, or for CTranslate2"),
     "analyze": ("analyze", "model and search errors of trained models, as a report"),
     "diversity": ("diversity", "diversity of K translations (Hard-MoE against baselines)"),

@@ -16,7 +16,12 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tests import harness
 from tests.export.conftest import BEAM_SIZE, NBEST, save_tiny_model
 from tfscones.commands import export as export_command
-from tfscones.decoding import source_ids_for_model, translate
+from tfscones.decoding import (
+    score_with_confidence,
+    source_ids_for_model,
+    translate,
+    translate_with_confidence,
+)
 from tfscones.decoding.beam import beam_search
 from tfscones.serving import TranslationModule
 from tfscones.serving import export as savedmodel
@@ -210,6 +215,32 @@ def test_loaded_signatures_equal_the_library_decoders(loaded, module, sentences,
     )
     assert text(nbest["translations"]) == text(tokenizer.detokenize(expected.ids).numpy())
     np.testing.assert_allclose(nbest["scores"], expected.scores, rtol=1e-5)
+
+
+def test_loaded_confidences_equal_the_librarys(loaded, module, sentences, targets, run_signature):
+    model, tokenizer = module.model, module.tokenizer
+    translated = run_signature(loaded, "translate", {"source": sentences})
+    expected = translate_with_confidence(model, tokenizer, sentences)
+    # float32: a random tiny model's sentence probabilities underflow below 1e-38 to 0.
+    np.testing.assert_allclose(
+        translated["confidence"], [c.sentence for _, c in expected], rtol=1e-4, atol=1e-37
+    )
+    for row, (_, confidence) in zip(translated["token_confidence"], expected, strict=True):
+        count = len(confidence.tokens)
+        np.testing.assert_allclose(row[:count], confidence.tokens, rtol=1e-4, atol=1e-6)
+        assert not row[count:].any()
+    nbest = run_signature(loaded, "nbest", {"source": sentences})
+    assert (
+        nbest["token_confidence"].shape[:2] == nbest["confidence"].shape == (len(sentences), NBEST)
+    )
+    products = np.prod(np.where(nbest["token_confidence"] > 0, nbest["token_confidence"], 1), -1)
+    filled = nbest["confidence"] > 0
+    np.testing.assert_allclose(products[filled], nbest["confidence"][filled], rtol=1e-3, atol=1e-37)
+    scored = run_signature(loaded, "score", {"source": sentences, "target": targets})
+    wanted = score_with_confidence(model, tokenizer, sentences, targets)
+    np.testing.assert_allclose(
+        scored["confidence"], [c.sentence for c in wanted], rtol=1e-4, atol=1e-37
+    )
 
 
 def test_loaded_signatures_keep_the_limits(loaded, module, run_signature):

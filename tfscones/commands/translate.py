@@ -10,6 +10,7 @@
     tfscones translate --run runs/a --run runs/b --search beam < in.de      # an ensemble
     tfscones translate --run runs/g2p --language fre < words.txt           # G2P: words in
     tfscones translate --run runs/g2p --tsv fre_test.tsv --tsv kor_test.tsv  # and WER, PER
+    tfscones translate --run runs/demo-scones-a0.5 --confidence < in.de      # text<TAB>confidence
 
 `--search` names a decoder of `tfscones.decoding.registry` (greedy by default), and every
 setting of every decoder is a flag (`--help` lists them); a flag the chosen decoder does not
@@ -29,6 +30,10 @@ word of `--language`; `--tsv FILE` translates the words of pronunciation TSV fil
 language from each file's name, `fre_test.tsv`, unless `--language` says it) and prints WER
 and PER per language and their mean on stderr. A symbol outside the vocabulary is read as the
 unknown symbol, and each line holding one is said on stderr, then their count.
+
+`--confidence` adds a tab and the translation's confidence to each line (one meaning per head:
+`tfscones.decoding.confidence`), `--token-confidence` a further tab and each token's, as
+`token:value` pairs with `</s>` last.
 
 Several `--run` (or `--model`, with one `--spm`) translate with the ensemble of their models
 (`tfscones.decoding.Ensemble`), with any search: each token is scored by the log of the mean of
@@ -55,6 +60,7 @@ from tfscones.data.text_lines import TextLineError, read_lines, write_lines
 from tfscones.data.tokenizer import load_tokenizer
 from tfscones.decoding import Ensemble, Search, registry, translate, translate_nbest
 from tfscones.decoding.common import max_output_length
+from tfscones.decoding.confidence import translate_with_confidence
 from tfscones.decoding.translate import cut_sources, unknown_sources
 from tfscones.evaluation.phone_errors import error_rates_by_language, macro_average
 from tfscones.models import load_model
@@ -115,8 +121,11 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
         help="a line longer than the model reads: translate its first pieces and say so on "
         "stderr (default), or stop before translating",
     )
+    add_confidence_flags(parser)
     add_search_flags(parser)
     arguments = parser.parse_args(argv)
+    if arguments.nbest and (arguments.confidence or arguments.token_confidence):
+        parser.error("--nbest lists give each hypothesis's score; --confidence is for one line")
     try:
         arguments.search = search_from_arguments(arguments)
     except ValueError as error:
@@ -137,6 +146,22 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     except ValueError as error:
         parser.error(str(error))
     return arguments
+
+
+def add_confidence_flags(parser: argparse.ArgumentParser) -> None:
+    """`--confidence` and `--token-confidence` (`tfscones.decoding.confidence`)."""
+    parser.add_argument(
+        "--confidence",
+        action="store_true",
+        help="after each translation, a tab and its confidence: its probability (softmax, "
+        "entmax) or its probability of being adequate (SCONES, tanh)",
+    )
+    parser.add_argument(
+        "--token-confidence",
+        action="store_true",
+        help="--confidence and a further column: each token with its confidence, "
+        "token:value, space-separated, </s> last",
+    )
 
 
 def check_one_vocabulary(runs: list[RunFolder]) -> None:
@@ -284,6 +309,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
             for index, hypotheses in enumerate(nbest)
             for text, score in hypotheses
         ]
+    elif arguments.confidence or arguments.token_confidence:
+        results = translate_with_confidence(model, tokenizer, sources, batch_size, **search)
+        lines = [
+            f"{text}\t{confidence.columns(arguments.token_confidence)}"
+            for text, confidence in results
+        ]
     else:
         lines = translate(model, tokenizer, sources, batch_size, **search)
     try:
@@ -297,7 +328,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
             file=sys.stderr,
         )
     if words is not None and not arguments.nbest:
-        print_error_rates(lines, words)
+        print_error_rates([line.split("\t")[0] for line in lines], words)
 
 
 def read_words(paths: list[Path], language: str | None) -> Pronunciations:

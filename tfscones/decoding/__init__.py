@@ -31,6 +31,12 @@ from tfscones.decoding.common import (
     output_length_limits,
 )
 from tfscones.decoding.compiled import per_model_function
+from tfscones.decoding.confidence import (
+    Confidence,
+    ConfidentTranslation,
+    score_with_confidence,
+    translate_with_confidence,
+)
 from tfscones.decoding.ensemble import Ensemble, EnsembleStepper
 from tfscones.decoding.exact import (
     DEFAULT_STATE_BUDGET,
@@ -57,6 +63,8 @@ __all__ = [
     "DEFAULT_STATE_BUDGET",
     "BeamOutput",
     "BeamSettings",
+    "Confidence",
+    "ConfidentTranslation",
     "Decoder",
     "DiverseBeamSettings",
     "EncodedSource",
@@ -76,6 +84,8 @@ __all__ = [
     "TeacherForced",
     "beam_search",
     "compiled_search",
+    "score_with_confidence",
+    "translate_with_confidence",
     "decode_experts",
     "decode_step",
     "decoder_names",

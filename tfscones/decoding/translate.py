@@ -246,17 +246,12 @@ def translate_nbest(
         TypeError: If `sentences` is one string, or holds something other than strings.
         ValueError: If `batch_size` is not positive or `sentences` is not one-dimensional.
     """
-    AT_LEAST_ONE.check("batch_size", batch_size)
-    _check_policy(long_sources)
     search = Search("beam", beam_size=4, num_hypotheses=4) if search is None else search
-    strings = sentence_tensor(sentences)
-    count, max_length = int(strings.shape[0]), model.max_sequence_length
-    pieces = tokenizer.tokenize(strings)
-    _apply_policy(_cut_rows(pieces, max_length), count, max_length, long_sources)
-    results: list[list[tuple[str, float]]] = [[] for _ in range(count)]
-    decode = compiled_search(model, search, jit_compile)
-    source_ids = append_eos(pieces, max_length)
-    for indices, output in _decoded_batches(source_ids, batch_size, decode):
+    source_ids, batches = decoded_sentences(
+        model, tokenizer, sentences, batch_size, search, jit_compile, long_sources
+    )
+    results: list[list[tuple[str, float]]] = [[] for _ in range(source_ids.shape[0])]
+    for indices, output in batches:
         count = output.ids.shape[1]
         texts = tokenizer.detokenize(tf.reshape(output.ids, [-1, output.ids.shape[2]])).numpy()
         scores = output.scores.numpy()
@@ -268,6 +263,35 @@ def translate_nbest(
                 if lengths[row, i] > 0
             ]
     return results
+
+
+def decoded_sentences(
+    model: Decodable,
+    tokenizer: Any,
+    sentences: Sequence[str] | tf.Tensor,
+    batch_size: int,
+    search: Search,
+    jit_compile: bool = False,
+    long_sources: str = "warn",
+) -> tuple[tf.RaggedTensor, Iterator[tuple[np.ndarray, NBest]]]:
+    """Checks and tokenises sentences as `translate` does, and decodes them batch by batch.
+
+    Returns:
+        The source ids (ragged int32, each row ending with EOS), and the batches, each as
+        `(row indices, NBest of those rows)`, decoded as they are read.
+
+    Raises:
+        TypeError, ValueError: As `translate` does, before anything is decoded.
+    """
+    AT_LEAST_ONE.check("batch_size", batch_size)
+    _check_policy(long_sources)
+    strings = sentence_tensor(sentences)
+    count, max_length = int(strings.shape[0]), model.max_sequence_length
+    pieces = tokenizer.tokenize(strings)
+    _apply_policy(_cut_rows(pieces, max_length), count, max_length, long_sources)
+    source_ids = append_eos(pieces, max_length)
+    decode = compiled_search(model, search, jit_compile)
+    return source_ids, _decoded_batches(source_ids, batch_size, decode)
 
 
 def sentence_tensor(sentences: Sequence[str] | tf.Tensor) -> tf.Tensor:

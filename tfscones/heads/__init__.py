@@ -11,7 +11,9 @@ states the contract decoders rely on. Each head has its module, with its loss an
 | EntmaxHead(α) (entmax) | entmax_α(z)     | log entmax_α(z) | -inf, pruned | EntmaxLoss     |
 
 A decoder never asks which head it has: it calls `log_scores`. Greedy search may take the argmax of
-raw logits, which is the same for every head (Stahlberg & Kumar 2022, footnote 7).
+raw logits, which is the same for every head (Stahlberg & Kumar 2022, footnote 7). What the scores
+are (normalised or each token's own, sparse or not, what a translation's confidence means) each
+head declares as its `score_kind` (`ScoreKind`); no code outside this package asks a head's class.
 
 Heads hold no weights. `get` turns a name or a config into a head, so a model stores its head in
 its config as a plain dict. A new head is one module plus its name in `get`'s table.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import keras
 
-from tfscones.heads.base import OutputHead
+from tfscones.heads.base import OutputHead, ScoreKind
 from tfscones.heads.entmax import EntmaxHead, EntmaxLoss, EntmaxSupportSize, SparsemaxLoss
 from tfscones.heads.scones import SconesLoss, SconesNegativeTerm, SconesPositiveTerm, SigmoidHead
 from tfscones.heads.softmax import SequenceCrossEntropy, SoftmaxHead
@@ -33,6 +35,7 @@ __all__ = [
     "EntmaxSupportSize",
     "HEAD_NAMES",
     "OutputHead",
+    "ScoreKind",
     "SconesLoss",
     "SconesNegativeTerm",
     "SconesPositiveTerm",

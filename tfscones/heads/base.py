@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import tensorflow as tf
 
@@ -26,6 +28,39 @@ def log_mean_exp(log_values: tf.Tensor) -> tf.Tensor:
     """
     count = tf.cast(tf.shape(log_values)[0], log_values.dtype)
     return tf.reduce_logsumexp(log_values, axis=0) - tf.math.log(count)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreKind:
+    """What a head's log scores are, declared as data for decoders, exports and confidences.
+
+    Attributes:
+        function: How the scores follow from the logits: `log_softmax`, `log_entmax`,
+            `log_sigmoid` (SCONES) or `log_half_tanh` (tanh-SCONES, log (1 + tanh z) / 2). An
+            engine that computes one of these itself decodes the head exactly (CTranslate2
+            computes `log_softmax`).
+        normalised: Whether each row's probabilities sum to 1, a distribution over the
+            vocabulary: then a translation's summed score is its log-probability P(y | x),
+            which several good translations share. Otherwise each token is its own binary
+            classifier, and the sum is the log-probability that the translation is adequate.
+        sparse: Whether tokens can score -inf (probability exactly 0).
+        confidence: What exp of a translation's summed scores means, in words.
+    """
+
+    function: str
+    normalised: bool
+    sparse: bool
+    confidence: str
+
+
+NORMALISED_CONFIDENCE = (
+    "the sequence probability P(y | x), the product of its tokens' probabilities"
+)
+ADEQUACY_CONFIDENCE = (
+    "the probability that y is an adequate translation of x: the product over its tokens of "
+    "P(z=1 | x, y<i, y_i), each token's probability of keeping the prefix valid (Stahlberg & "
+    "Kumar 2022, §2)"
+)
 
 
 class OutputHead:
@@ -63,6 +98,9 @@ class OutputHead:
     """
 
     name: str = "head"
+    score_kind: ScoreKind
+    """What the head's log scores are (`ScoreKind`): the one thing code outside `tfscones.heads`
+    asks of a head, never its class."""
     loss_arguments: tuple[str, ...] = ("label_smoothing", "pad_id")
     """Keywords `loss` passes on to the head's loss, besides `KERAS_LOSS_ARGUMENTS`."""
 

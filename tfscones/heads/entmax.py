@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import PAD_ID
-from tfscones.heads.base import OutputHead, as_float32
+from tfscones.heads.base import NORMALISED_CONFIDENCE, OutputHead, ScoreKind, as_float32
 from tfscones.heads.loss_base import (
     TokenLoss,
     TokenMean,
@@ -44,6 +44,9 @@ class EntmaxHead(OutputHead):
     """
 
     name = "entmax"
+    score_kind = ScoreKind(
+        "log_entmax", normalised=True, sparse=True, confidence=NORMALISED_CONFIDENCE
+    )
 
     def __init__(self, alpha: float = 1.5, n_iter: int = 50):
         self.alpha = entmax_ops.validate_entmax_alpha(alpha)

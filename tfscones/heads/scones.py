@@ -13,7 +13,7 @@ import keras
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import PAD_ID
-from tfscones.heads.base import OutputHead, as_float32, log_mean_exp
+from tfscones.heads.base import ADEQUACY_CONFIDENCE, OutputHead, ScoreKind, as_float32, log_mean_exp
 from tfscones.heads.loss_base import (
     TokenLoss,
     TokenMean,
@@ -46,6 +46,9 @@ class SigmoidHead(OutputHead):
     """
 
     name = "sigmoid"
+    score_kind = ScoreKind(
+        "log_sigmoid", normalised=False, sparse=False, confidence=ADEQUACY_CONFIDENCE
+    )
     loss_arguments = ("alpha", "label_smoothing", "pad_id")
 
     def probabilities(self, logits):

@@ -8,7 +8,13 @@ import keras
 import tensorflow as tf
 
 from tfscones.data.vocab_ids import PAD_ID
-from tfscones.heads.base import OutputHead, as_float32, log_mean_exp
+from tfscones.heads.base import (
+    NORMALISED_CONFIDENCE,
+    OutputHead,
+    ScoreKind,
+    as_float32,
+    log_mean_exp,
+)
 from tfscones.heads.loss_base import TokenLoss, all_finite, gold_logits, weighted
 
 
@@ -24,6 +30,9 @@ class SoftmaxHead(OutputHead):
     """
 
     name = "softmax"
+    score_kind = ScoreKind(
+        "log_softmax", normalised=True, sparse=False, confidence=NORMALISED_CONFIDENCE
+    )
 
     def probabilities(self, logits):
         return tf.nn.softmax(as_float32(logits), axis=-1)

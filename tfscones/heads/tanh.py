@@ -27,7 +27,7 @@ import math
 import keras
 import tensorflow as tf
 
-from tfscones.heads.base import OutputHead, as_float32
+from tfscones.heads.base import ADEQUACY_CONFIDENCE, OutputHead, ScoreKind, as_float32
 from tfscones.heads.scones import (
     SconesLoss,
     SconesNegativeTerm,
@@ -57,6 +57,9 @@ class TanhHead(OutputHead):
     """
 
     name = "tanh"
+    score_kind = ScoreKind(
+        "log_half_tanh", normalised=False, sparse=False, confidence=ADEQUACY_CONFIDENCE
+    )
     loss_arguments = ("alpha", "label_smoothing", "pad_id")
 
     def probabilities(self, logits):

@@ -52,7 +52,6 @@ from ctranslate2.specs import transformer_spec as specs
 
 from tfscones.data.symbol_vocab import SPECIAL_SYMBOLS, SymbolTokenizer
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, UNK_ID
-from tfscones.heads import SoftmaxHead
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer, load_model
 from tfscones.ranges import AT_LEAST_ONE
 from tfscones.serving.export import (
@@ -180,7 +179,7 @@ def check_convertible(model) -> None:
 
 def exact_searches(model: Seq2SeqTransformer) -> tuple[str, ...]:
     """The CTranslate2 searches that decode `model` as its own decoders do."""
-    if isinstance(model.head, SoftmaxHead):
+    if model.head.score_kind.function == "log_softmax":
         return (GREEDY, BEAM, SAMPLING)
     return (GREEDY,)
 

@@ -8,7 +8,10 @@ SentencePiece runs inside the graph.
 
 Signatures (all take a batch; "string" is UTF-8 text; the first search's is the default):
 - one per search, `NAME(source: string [b])`: `translations` string, `scores` (the search's
-  ranking score, with any length penalty), `log_scores` (the sum of the head's log scores) and
+  ranking score, with any length penalty), `log_scores` (the sum of the head's log scores),
+  `confidence` (exp of `log_scores`: the translation's probability, or under SCONES its
+  probability of being adequate; `tfscones.decoding.confidence`), `token_confidence` float32
+  `[..., T]` (each token's, teacher-forced in the same call, 0 after the end) and
   `source_truncated` bool `[b]` and `source_unknown` int32 `[b]` (every signature that takes
   text returns both: `source_unknown` counts the source's symbols or pieces outside the
   vocabulary, each read as the unknown symbol, never dropped); `[b]` for a
@@ -18,7 +21,8 @@ Signatures (all take a batch; "string" is UTF-8 text; the first search's is the 
 - `translate_ids(source_ids: int32 [b, L])`: greedy; `ids` `[b, T]`, `lengths`, `scores` `[b]`.
 - `score(source, target: string [b])`: `scores` `[b]` (sum of the head's log scores of the
   target's tokens, EOS included; NaN for a target over the limits, with `target_truncated`
-  true), `token_scores` `[b, T]` and `lengths` `[b]`.
+  true), `token_scores` `[b, T]`, `confidence` and `token_confidence` (their exp, 0 after the
+  end) and `lengths` `[b]`.
 - `translate_experts(source)`, added for a model with latent experts: every expert's greedy
   translation in one batched call (Shen et al. 2019); `translations` `[b, K]`, in expert order.
 
@@ -65,7 +69,7 @@ from tfscones import ranges
 from tfscones.data.preprocessing import append_eos
 from tfscones.data.symbol_vocab import count_unknown
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
-from tfscones.decoding.common import OutputLimits
+from tfscones.decoding.common import OutputLimits, has_text
 from tfscones.decoding.registry import NBest
 from tfscones.decoding.scoring import teacher_forced
 from tfscones.decoding.search import Search
@@ -328,11 +332,27 @@ class TranslationModule(tf.Module):
                 "translations": self._texts(output.ids),
                 "scores": output.scores,
                 "log_scores": output.log_scores,
+                "confidence": tf.exp(output.log_scores),
+                "token_confidence": self._token_confidence(sources.ids, output),
                 "source_truncated": sources.truncated,
                 "source_unknown": sources.unknown,
             }
 
         return signature
+
+    def _token_confidence(self, source_ids: tf.Tensor, output: NBest) -> tf.Tensor:
+        """Each token's confidence, exp of its teacher-forced log score, 0 after the end.
+
+        An empty source's empty translation (EOS alone, score 0) gets 1 for its EOS, as its
+        confidence is exp(0) (`tfscones.decoding.common.has_text`).
+        """
+        shape = tf.shape(output.ids)
+        ids = tf.reshape(output.ids, [-1, shape[-1]])
+        hypotheses = tf.shape(ids)[0] // tf.shape(source_ids)[0]
+        sources = tf.repeat(source_ids, hypotheses, axis=0)
+        forced = teacher_forced(self.model, sources, ids)
+        scores = tf.where(has_text(sources)[:, tf.newaxis], forced.token_scores, 0.0)
+        return tf.reshape(tf.where(forced.is_token, tf.exp(scores), 0.0), shape)
 
     @tf.function(input_signature=[_IDS], autograph=False)
     def translate_ids(self, source_ids: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -375,7 +395,8 @@ class TranslationModule(tf.Module):
 
         Returns:
             `scores` float32 `[batch]`, `token_scores` float32 `[batch, T]` (0 after each
-            target's end), `lengths` int32 `[batch]`, the target tokens scored, and
+            target's end), `confidence` and `token_confidence` (their exp; 0 after the end),
+            `lengths` int32 `[batch]`, the target tokens scored, and
             `source_truncated` and `target_truncated` bool `[batch]`: a source is translated
             from its beginning (as in `translate`), a cut target gets score NaN; and
             `source_unknown` int32 `[batch]`, as in the search signatures.
@@ -391,9 +412,12 @@ class TranslationModule(tf.Module):
             sources = self._source_ids(source)
             targets = self._tokenised(target, self.limits.max_output_tokens, target=True)
         forced = teacher_forced(self.model, sources.ids, targets.ids.to_tensor(PAD_ID))
+        scores = tf.where(targets.truncated, math.nan, forced.scores)
         return {
-            "scores": tf.where(targets.truncated, math.nan, forced.scores),
+            "scores": scores,
             "token_scores": forced.token_scores,
+            "confidence": tf.exp(scores),
+            "token_confidence": tf.where(forced.is_token, tf.exp(forced.token_scores), 0.0),
             "lengths": forced.lengths,
             "source_truncated": sources.truncated,
             "source_unknown": sources.unknown,

@@ -54,7 +54,9 @@ class TeacherForced(NamedTuple):
         return tf.reduce_sum(tf.cast(self.is_token, tf.int32), axis=1)
 
 
-def teacher_forced(model: Any, source_ids: tf.Tensor, target_ids: tf.Tensor) -> TeacherForced:
+def teacher_forced(
+    model: Any, source_ids: tf.Tensor, target_ids: tf.Tensor, training: bool = False
+) -> TeacherForced:
     """Feeds each target to the model (BOS, then the target shifted right), in one call.
 
     Args:
@@ -62,13 +64,15 @@ def teacher_forced(model: Any, source_ids: tf.Tensor, target_ids: tf.Tensor) -> 
             `target_in_ids` and returns logits `[batch, length, vocabulary]`, with a `head`.
         source_ids: int32 `[batch, source length]`, each row ending with EOS, padded with 0.
         target_ids: int32 `[batch, length]`, each row ending with EOS, padded with 0.
+        training: Whether dropout is on (Monte Carlo dropout,
+            `tfscones.evaluation.quality_estimation`).
 
     Returns:
         The `TeacherForced` batch; the head runs in float32.
     """
     # A batch without rows has length 0, where BOS alone would make the inputs one longer.
     target_in = teacher_forcing_inputs(target_ids)[:, : tf.shape(target_ids)[1]]
-    logits = model({"source_ids": source_ids, "target_in_ids": target_in}, training=False)
+    logits = model({"source_ids": source_ids, "target_in_ids": target_in}, training=training)
     logits = tf.cast(logits, tf.float32)
     log_scores = model.head.log_scores(logits)
     is_token = padding_mask(target_ids)

@@ -9,6 +9,8 @@
 - `model_errors`: empty-translation scores, search errors and length ratio (Stahlberg & Kumar
   2022, §4.3-4.4; Peters & Martins 2021, Table 4).
 - `analysis`: `analyze_model` runs all of these on one model and one test set.
+- `quality_estimation`: the unsupervised quality measures of Fomicheva et al. 2020 (Monte Carlo
+  dropout among them), their correlation with quality and the AUROC of telling good from bad.
 
 Programs (`training.analyze`, `training.diversity`) format and plot what these return.
 """

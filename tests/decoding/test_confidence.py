@@ -86,8 +86,16 @@ def symbols():
     return SymbolTokenizer.build(WORDS, [" ".join(word) for word in WORDS])
 
 
-@pytest.mark.parametrize("head", HEADS)
-@pytest.mark.parametrize("search", [Search(), Search("beam", beam_size=3)], ids=["greedy", "beam"])
+# Softmax and SCONES in the default run; every head, and beam search, in the slow one.
+PATHS = [
+    pytest.param(head, search, id=f"{head}-{name}", marks=() if fast else pytest.mark.slow)
+    for head in HEADS
+    for name, search in (("greedy", Search()), ("beam", Search("beam", beam_size=3)))
+    for fast in [name == "greedy" and head in ("softmax", "sigmoid")]
+]
+
+
+@pytest.mark.parametrize(("head", "search"), PATHS)
 def test_translate_score_and_the_search_give_one_confidence(symbols, head, search):
     model = harness.tiny_model(symbols.vocab_size, head, max_sequence_length=12, eos_bias=1.0)
     translated = translate_with_confidence(model, symbols, WORDS, search=search)

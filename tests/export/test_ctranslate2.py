@@ -33,7 +33,9 @@ from tfscones.decoding import (  # noqa: E402
     Search,
     beam_search,
     greedy_decode,
+    teacher_forced,
     translate,
+    translate_with_confidence,
 )
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer  # noqa: E402
 from tfscones.serving import (  # noqa: E402
@@ -137,6 +139,37 @@ def test_greedy_search_is_the_models_own_for_every_head(exported):
             rtol=1e-6,
             atol=SCORE_TOLERANCE,
         )
+
+
+def test_greedy_confidences_are_the_models_own_head_scores_for_every_head(exported):
+    model, translator = exported
+    sources = random_sources()
+    for source, hypothesis in zip(
+        sources, translator.decode_ids(sources, scored=True), strict=True
+    ):
+        forced = teacher_forced(
+            model, tf.constant([[*source, EOS_ID]]), tf.constant([hypothesis.ids], tf.int32)
+        )
+        np.testing.assert_allclose(
+            hypothesis.token_log_scores,
+            forced.token_scores[0, : len(hypothesis.ids)].numpy(),
+            rtol=1e-4,
+            atol=1e-4,
+        )
+    with pytest.raises(ValueError, match="greedy search \\(beam_size=1\\)"):
+        translator.decode_ids(sources, beam_size=2, scored=True)
+
+
+def test_the_translators_confidence_is_the_librarys(translator, model, tokenizer):
+    sentences = ["Guten Morgen.", "", "Tom hat es mir gesagt, aber ich glaube es nicht."]
+    ours = translator.translate(sentences, confidence=True)
+    library = translate_with_confidence(model, tokenizer, sentences)
+    assert [translation.text for translation in ours] == [text for text, _ in library]
+    for translation, (_, expected) in zip(ours, library, strict=True):
+        assert translation.confidence.pieces == expected.pieces
+        assert translation.confidence.tokens == pytest.approx(expected.tokens, rel=1e-3, abs=1e-6)
+        assert translation.confidence.sentence == pytest.approx(expected.sentence, rel=1e-3)
+    assert translator.translate(sentences)[0].confidence is None
 
 
 def test_beam_search_is_exact_for_softmax_and_refused_for_other_heads(exported):
@@ -414,7 +447,7 @@ def test_decode_ids_reads_a_row_up_to_its_first_eos_or_pad_as_translate_ids(tran
     expected = translator.decode_ids([[5, 6], [7]])
     assert translator.decode_ids([[5, 6, EOS_ID, 9], [7, 0, 0]]) == expected
     assert translator.decode_ids(np.array([[5, 6, 0], [7, EOS_ID, 0]])) == expected
-    assert translator.decode_ids([[EOS_ID, 5], []]) == [([], None), ([], None)]
+    assert translator.decode_ids([[EOS_ID, 5], []]) == [([], None, None), ([], None, None)]
 
 
 @pytest.mark.parametrize("threads", [-1, 1.5, True, 1025, None])

@@ -50,6 +50,7 @@ import sentencepiece
 from ctranslate2.specs import common_spec
 from ctranslate2.specs import transformer_spec as specs
 
+from tfscones import heads
 from tfscones.data.symbol_vocab import SPECIAL_SYMBOLS, SymbolTokenizer
 from tfscones.data.vocab_ids import BOS_ID, EOS_ID, UNK_ID
 from tfscones.models import LatentExpertTransformer, Seq2SeqTransformer, load_model
@@ -85,12 +86,15 @@ class CTranslate2Info:
         positions: The model's `max_sequence_length`: the longest source and output, EOS
             included, CTranslate2 may be asked for.
         quantization: The weights' type (`QUANTIZATIONS`).
+        head_config: The head as `tfscones.heads.serialize` writes it, from which the
+            translator scores greedy translations (exports of older versions have none).
     """
 
     head: str
     exact_searches: tuple[str, ...]
     positions: int
     quantization: str
+    head_config: dict | None = None
 
     @classmethod
     def read(cls, folder: str | os.PathLike) -> CTranslate2Info:
@@ -141,7 +145,7 @@ def _info_fields(info) -> dict:
     unknown = sorted(set(info) - set(names))
     if unknown:
         raise ValueError(f"unknown field {', '.join(unknown)}")
-    missing = [name for name in names if name not in info]
+    missing = [name for name in names if name not in info and name != "head_config"]
     if missing:
         raise ValueError(f"{', '.join(missing)} is missing")
     if not isinstance(info["head"], str):
@@ -151,6 +155,8 @@ def _info_fields(info) -> dict:
         raise ValueError(
             f"exact_searches must be a list of {', '.join(SEARCHES)} (got {searches!r})"
         )
+    if not isinstance(info.get("head_config", {}), (dict, type(None))):
+        raise ValueError(f"head_config must be an object (got {info['head_config']!r})")
     AT_LEAST_ONE.check("positions", info["positions"])
     if info["quantization"] not in QUANTIZATIONS:
         raise ValueError(
@@ -370,6 +376,7 @@ def _write_folder(
         exact_searches=exact_searches(model),
         positions=model.max_sequence_length,
         quantization=quantization,
+        head_config=heads.serialize(model.head),
     )
     _SpecWriter(spec).convert(str(folder), quantization=quantization)
     shutil.copyfile(spm, folder / vocabulary_name)

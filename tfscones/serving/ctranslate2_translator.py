@@ -44,8 +44,10 @@ import numpy as np
 import sentencepiece
 import tensorflow as tf
 
+from tfscones import heads
 from tfscones.data.symbol_vocab import SymbolTokenizer
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
+from tfscones.decoding.confidence import EMPTY, EOS_LABEL, Confidence, confidence_of
 from tfscones.decoding.translate import sentence_tensor
 from tfscones.ranges import SEARCH_COUNT, Range
 from tfscones.serving.ctranslate2_export import (
@@ -73,13 +75,19 @@ class Hypothesis(NamedTuple):
 
     ids: list[int]
     score: float | None
+    token_log_scores: tuple[float, ...] | None = None
 
 
 class Translation(NamedTuple):
-    """One translated sentence: its text and `Hypothesis.score`."""
+    """One translated sentence: its text, `Hypothesis.score`, and its confidence if asked.
+
+    `confidence` is the `tfscones.decoding.Confidence` of the library's paths, from the logits
+    CTranslate2 returns for the chosen tokens, scored by the model's own head.
+    """
 
     text: str
     score: float | None
+    confidence: Confidence | None = None
 
 
 class CTranslate2Translator:
@@ -116,6 +124,7 @@ class CTranslate2Translator:
         self.source_id = Range(0, len(self.pieces), high_open=True, integer=True)
         self.codec = vocabulary_codec(Path(model_dir), len(self.pieces))
         self.translator = load_translator(model_dir, compute_type, threads)
+        self.head = heads.get(self.info.head_config) if self.info.head_config else None
 
     def check_beam_size(self, beam_size: int) -> int:
         """`beam_size` if it is a search exact for this model.
@@ -142,7 +151,9 @@ class CTranslate2Translator:
         )
         return int(min(max(length, 1), limits.max_output_tokens))
 
-    def decode_ids(self, sources: Iterable[Iterable[int]], beam_size: int = 1) -> list[Hypothesis]:
+    def decode_ids(
+        self, sources: Iterable[Iterable[int]], beam_size: int = 1, scored: bool = False
+    ) -> list[Hypothesis]:
         """Decodes one batch of source pieces' ids (greedy at `beam_size=1`).
 
         Args:
@@ -152,6 +163,7 @@ class CTranslate2Translator:
                 may have at most `max_source_tokens - 1` ids before its end, and one with none
                 decodes to no ids (score 0 for a softmax model).
             beam_size: Beams; the best hypothesis is returned.
+            scored: Whether each hypothesis gets its `token_log_scores` (greedy search only).
 
         Returns:
             One `Hypothesis` per source.
@@ -162,8 +174,9 @@ class CTranslate2Translator:
                 too long, naming the source (and the position), or as `check_beam_size`.
         """
         self.check_beam_size(beam_size)
+        self._check_scored(scored, beam_size)
         rows = [self._source_row(index, source) for index, source in enumerate(sources)]
-        return self._decode_sources(rows, beam_size)
+        return self._decode_sources(rows, beam_size, scored)
 
     def _source_row(self, index: int, source: Iterable[int]) -> list[int]:
         """`decode_ids`'s source `index`, its ids checked, up to its first EOS or PAD."""
@@ -185,28 +198,33 @@ class CTranslate2Translator:
             )
         return ids[:end]
 
-    def _decode_sources(self, sources: list[list[int]], beam_size: int) -> list[Hypothesis]:
+    def _decode_sources(
+        self, sources: list[list[int]], beam_size: int, scored: bool = False
+    ) -> list[Hypothesis]:
         """Decodes checked sources; one without pieces gets no ids (score 0 for softmax)."""
         empty_score = 0.0 if BEAM in self.info.exact_searches else None
-        hypotheses = [Hypothesis([], empty_score) for _ in sources]
+        hypotheses = [Hypothesis([], empty_score, (0.0,) if scored else None) for _ in sources]
         texts = [i for i, source in enumerate(sources) if source]
         if not texts:
             return hypotheses
         batch = [sources[i] for i in texts]
-        for i, hypothesis in zip(texts, self._decode_batch(batch, beam_size), strict=True):
+        decoded = self._decode_batch(batch, beam_size, scored)
+        for i, hypothesis in zip(texts, decoded, strict=True):
             hypotheses[i] = hypothesis
         return hypotheses
 
-    def _decode_batch(self, sources: list[list[int]], beam_size: int) -> list[Hypothesis]:
+    def _decode_batch(
+        self, sources: list[list[int]], beam_size: int, scored: bool = False
+    ) -> list[Hypothesis]:
         """Decodes sources of at least one piece, in as few CTranslate2 calls as is exact."""
         limits = [self.output_limit(len(source) + 1) for source in sources]
         if beam_size > 1:
             hypotheses = [None] * len(sources)
             self._decode_by_limit(sources, limits, range(len(sources)), beam_size, hypotheses)
             return hypotheses
-        hypotheses = self._decode(sources, 1, max(limits))
+        hypotheses = self._decode(sources, 1, max(limits), scored)
         too_long = [i for i, hypothesis in enumerate(hypotheses) if len(hypothesis.ids) > limits[i]]
-        self._decode_by_limit(sources, limits, too_long, 1, hypotheses)
+        self._decode_by_limit(sources, limits, too_long, 1, hypotheses, scored)
         return hypotheses
 
     def _decode_by_limit(
@@ -216,6 +234,7 @@ class CTranslate2Translator:
         indices: Iterable[int],
         beam_size: int,
         hypotheses: list[Hypothesis | None],
+        scored: bool = False,
     ) -> None:
         """Decodes the sources at `indices` into `hypotheses`, one call per distinct limit."""
         by_limit = collections.defaultdict(list)
@@ -223,14 +242,19 @@ class CTranslate2Translator:
             by_limit[limits[i]].append(i)
         for limit, group in by_limit.items():
             batch = [sources[i] for i in group]
-            for i, hypothesis in zip(group, self._decode(batch, beam_size, limit), strict=True):
+            decoded = self._decode(batch, beam_size, limit, scored)
+            for i, hypothesis in zip(group, decoded, strict=True):
                 hypotheses[i] = hypothesis
 
-    def _decode(self, sources: list[list[int]], beam_size: int, limit: int) -> list[Hypothesis]:
+    def _decode(
+        self, sources: list[list[int]], beam_size: int, limit: int, with_logits: bool = False
+    ) -> list[Hypothesis]:
         """One CTranslate2 call: every source decoded with output limit `limit`.
 
         Scores are asked for from softmax models only: without them CTranslate2's greedy search
         takes the argmax of the logits and skips the log-softmax over the vocabulary each step.
+        With `with_logits`, CTranslate2 also returns each step's logits over the vocabulary,
+        which the model's head turns into the chosen tokens' log scores (`_token_log_scores`).
         """
         scored = BEAM in self.info.exact_searches
         results = self.translator.translate_batch(
@@ -242,14 +266,37 @@ class CTranslate2Translator:
             max_input_length=0,
             return_end_token=True,
             return_scores=scored,
+            return_logits_vocab=with_logits,
         )
-        return [
-            Hypothesis(
-                [self.piece_ids[piece] for piece in result.hypotheses[0]],
-                result.scores[0] if scored else None,
+        hypotheses = []
+        for result in results:
+            ids = [self.piece_ids[piece] for piece in result.hypotheses[0]]
+            tokens = self._token_log_scores(result.logits[0], ids) if with_logits else None
+            hypotheses.append(Hypothesis(ids, result.scores[0] if scored else None, tokens))
+        return hypotheses
+
+    def _token_log_scores(self, logits: list, ids: list[int]) -> tuple[float, ...]:
+        """The head's log score of each chosen token, from the logits of its step."""
+        rows = np.asarray([np.asarray(step, np.float32) for step in logits[: len(ids)]])
+        if not len(ids):
+            return ()
+        scores = self.head.log_scores(tf.constant(rows)).numpy()
+        return tuple(float(value) for value in scores[np.arange(len(ids)), ids])
+
+    def _check_scored(self, scored: bool, beam_size: int) -> None:
+        """Confidences need greedy search and an export that names its head's config."""
+        if not scored:
+            return
+        if beam_size != 1:
+            raise ValueError(
+                "confidences come from greedy search (beam_size=1): CTranslate2 returns the "
+                "logits of its best hypothesis's steps for greedy search alone."
             )
-            for result in results
-        ]
+        if self.head is None:
+            raise ValueError(
+                "this export predates confidences (its info file has no head_config): export "
+                "the model again (tfscones export --format ctranslate2)."
+            )
 
     def source_pieces(self, sentence: str) -> list[int]:
         """A sentence's piece ids as the SavedModel makes them: text cut, pieces cut."""
@@ -257,7 +304,7 @@ class CTranslate2Translator:
         return self.codec.encode(text)[: self.limits.max_source_tokens - 1]
 
     def translate(
-        self, sentences: Iterable[str] | tf.Tensor, beam_size: int = 1
+        self, sentences: Iterable[str] | tf.Tensor, beam_size: int = 1, confidence: bool = False
     ) -> list[Translation]:
         """Translates one batch of sentences.
 
@@ -266,6 +313,9 @@ class CTranslate2Translator:
                 whose invalid UTF-8 is repaired as the SavedModel repairs it) in any iterable,
                 or a 1-D string tensor; an empty or blank line translates to the empty string.
             beam_size: Beams (1: greedy search).
+            confidence: Whether each translation gets its `Confidence` (greedy search only);
+                CTranslate2 then returns each step's logits over the vocabulary, which costs a
+                copy of `vocabulary` floats a token.
 
         Returns:
             One `Translation` per sentence.
@@ -276,14 +326,28 @@ class CTranslate2Translator:
                 one-dimensional, or as `check_beam_size`.
         """
         self.check_beam_size(beam_size)
+        self._check_scored(confidence, beam_size)
         texts = [
             text.decode("utf-8", errors="replace") for text in sentence_tensor(sentences).numpy()
         ]
         sources = [self.source_pieces(text) for text in texts]
         return [
-            Translation(self.codec.decode(_without_end(hypothesis.ids)), hypothesis.score)
-            for hypothesis in self._decode_sources(sources, beam_size)
+            Translation(
+                self.codec.decode(_without_end(hypothesis.ids)),
+                hypothesis.score,
+                self._confidence(hypothesis) if confidence else None,
+            )
+            for hypothesis in self._decode_sources(sources, beam_size, confidence)
         ]
+
+    def _confidence(self, hypothesis: Hypothesis) -> Confidence:
+        """The hypothesis's `Confidence`; an empty source's is `EMPTY`, as on every path."""
+        if not hypothesis.ids:
+            return EMPTY
+        pieces = [
+            EOS_LABEL if token == EOS_ID else self.codec.decode([token]) for token in hypothesis.ids
+        ]
+        return confidence_of(hypothesis.token_log_scores, pieces)
 
 
 def load_translator(

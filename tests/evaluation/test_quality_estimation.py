@@ -10,7 +10,9 @@ from tests import harness
 from tfscones.data.symbol_vocab import SymbolTokenizer
 from tfscones.data.vocab_ids import BOS_ID
 from tfscones.decoding import score_texts
-from tfscones.evaluation.quality_estimation import auroc, correlation, quality_measures
+from tfscones.evaluation.corruptions import CORRUPTIONS
+from tfscones.evaluation.quality_estimation import MEASURES, auroc, correlation, quality_measures
+from tfscones.evaluation.quality_report import confidence_quality
 
 WORDS = ["cat", "dog", "bird", "fish", "tree"]
 SPOKEN = ["k a t", "d o g", "b i r d", "f i s h", "t r e e"]
@@ -76,3 +78,33 @@ def test_dropout_passes_vary_around_the_deterministic_score(symbols):
     measures = quality_measures(model, symbols, WORDS, SPOKEN, passes=8)
     assert (measures.dropout_variance > 0).all()
     assert not np.allclose(measures.dropout_mean, measures.log_confidence)
+
+
+@pytest.mark.slow  # 20 s: five sets of measures, with dropout passes, and the multi-reference set
+def test_the_report_of_one_model_holds_every_figure(symbols):
+    # EOS made likely, so that the random model's translations end within its positions.
+    model = harness.tiny_model(symbols.vocab_size, "softmax", max_sequence_length=12, eos_bias=3.0)
+    words = WORDS * 2
+    report = confidence_quality(
+        model,
+        symbols,
+        words,
+        SPOKEN * 2,
+        multiref=(WORDS, [[spoken, spoken.replace(" ", " ", 1)] for spoken in SPOKEN]),
+        passes=3,
+    )
+    assert report["sentences"] == 10 and report["dropout_passes"] == 3
+    assert set(report["correlation"]) == set(MEASURES)
+    for name in MEASURES:
+        assert 0 <= report["flagging_auroc"][name] <= 1
+        assert set(report["corruption_auroc"][name]) == {*CORRUPTIONS, "all"}
+        # No word of 4 characters among the phones: no reference loses a content word.
+        assert report["corruption_auroc"][name]["without_a_content_word"] is None
+    assert report["correlation"]["normalised"]["pairs"] == 10
+    assert 0 <= report["multiref_wins"] <= 1
+
+
+def test_a_scones_report_leaves_out_the_entropy_it_does_not_define(symbols):
+    model = harness.tiny_model(symbols.vocab_size, "sigmoid", max_sequence_length=12, eos_bias=3.0)
+    report = confidence_quality(model, symbols, WORDS, SPOKEN, passes=1)
+    assert "mean_entropy" not in report["correlation"] and "normalised" in report["correlation"]

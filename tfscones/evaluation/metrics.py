@@ -129,6 +129,17 @@ def corpus_chrf(
     return CHRF(word_order=word_order).corpus_score(list(hypotheses), streams)
 
 
+def sentence_chrf(hypothesis: str, references: str | Sequence[str]) -> float:
+    """The chrF (0-100) of one sentence, as sacrebleu's `sentence_chrf`.
+
+    Raises:
+        TypeError: If `hypothesis` or a reference is not a string.
+    """
+    references = [references] if isinstance(references, str) else list(references)
+    _reference_streams([hypothesis], [[reference] for reference in references])
+    return CHRF().sentence_score(hypothesis, references).score
+
+
 def bleu_signature(num_references: int = 1, lowercase: bool = False) -> str:
     """The sacrebleu signature of `corpus_bleu` with these settings, to print beside its scores.
 

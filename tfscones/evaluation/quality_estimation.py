@@ -81,6 +81,8 @@ def quality_measures(
     check_text_pairs(sources, targets)
     AT_LEAST_ONE.check("passes", passes)
     AT_LEAST_ONE.check("batch_size", batch_size)
+    if not sources:
+        return QualityMeasures(*(np.zeros(0) for _ in dataclasses.fields(QualityMeasures)))
     length = model.max_sequence_length
     source_ids = append_eos(tokenizer.tokenize(tf.constant(list(sources))), length)
     pieces = tokenizer.tokenize_target(tf.constant(list(targets)))
@@ -155,6 +157,8 @@ def correlation(
 ) -> Correlation:
     """How well `measure` predicts `quality`, pair by pair (pairs with a NaN are left out).
 
+    Constant numbers have no correlation: NaN, as has an interval where resamples are constant.
+
     The intervals are percentile bootstraps over the pairs (`scipy.stats.bootstrap`,
     `paired=True`), `resamples` of them, seeded.
 
@@ -169,17 +173,17 @@ def correlation(
     def spearman(a, b):
         return scipy.stats.spearmanr(a, b).statistic
 
-    with warnings.catch_warnings():  # a resample of one repeated pair has no correlation
+    with warnings.catch_warnings():  # constant numbers (or a resample of them): NaN
         warnings.simplefilter("ignore", scipy.stats.ConstantInputWarning)
         warnings.simplefilter("ignore", scipy.stats.DegenerateDataWarning)
         intervals = _intervals(x, y, (pearson, spearman), resamples, seed)
-    return Correlation(
-        pearson=float(pearson(x, y)),
-        spearman=float(spearman(x, y)),
-        pearson_interval=(float(intervals[0].low), float(intervals[0].high)),
-        spearman_interval=(float(intervals[1].low), float(intervals[1].high)),
-        pairs=len(x),
-    )
+        return Correlation(
+            pearson=float(pearson(x, y)),
+            spearman=float(spearman(x, y)),
+            pearson_interval=(float(intervals[0].low), float(intervals[0].high)),
+            spearman_interval=(float(intervals[1].low), float(intervals[1].high)),
+            pairs=len(x),
+        )
 
 
 def _intervals(x, y, statistics, resamples: int, seed: int) -> list:
@@ -227,3 +231,30 @@ def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
         raise ValueError("AUROC needs scores that are numbers, not NaN.")
     u = scipy.stats.mannwhitneyu(positive, negative, alternative="two-sided").statistic
     return float(u / (positive.size * negative.size))
+
+
+MEASURES = ("log_confidence", "normalised", "mean_entropy", "dropout_mean", "dropout_variance")
+LOWER_IS_BETTER = ("mean_entropy", "dropout_variance")
+WORST_FRACTION = 0.1
+
+
+def signed(measures: QualityMeasures, name: str) -> np.ndarray:
+    """A measure with its sign turned so that higher always means a better translation."""
+    values = getattr(measures, name)
+    return -values if name in LOWER_IS_BETTER else values
+
+
+def flagging_auroc(measure: Sequence[float], quality: Sequence[float]) -> float:
+    """How well a low `measure` flags the worst `WORST_FRACTION` of translations by `quality`.
+
+    The AUROC of telling the worst tenth (lowest quality, at least one translation) from the
+    rest by the measure, the worst being the negatives: 1 when every one of them scores below
+    every other translation, 0.5 for a measure that knows nothing.
+
+    Raises:
+        ValueError: If fewer than 3 pairs are finite.
+    """
+    x, y = _finite_pairs(measure, quality)
+    worst = np.zeros(len(y), bool)
+    worst[np.argsort(y, kind="stable")[: max(1, int(WORST_FRACTION * len(y)))]] = True
+    return auroc(x[~worst], x[worst])

@@ -34,7 +34,6 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from tfscones.data.preprocessing import append_eos
 from tfscones.data.vocab_ids import EOS_ID
 from tfscones.decoding.common import has_text
 from tfscones.decoding.compiled import per_model_function
@@ -42,6 +41,7 @@ from tfscones.decoding.scoring import (
     check_text_pairs,
     in_length_sorted_batches,
     teacher_forced,
+    tokenised_pairs,
 )
 from tfscones.decoding.search import Search
 from tfscones.decoding.translate import decoded_sentences
@@ -172,14 +172,11 @@ def score_with_confidence(
     AT_LEAST_ONE.check("batch_size", batch_size)
     if not sources:
         return []
-    length = model.max_sequence_length
-    source_ids = append_eos(tokenizer.tokenize(tf.constant(list(sources))), length)
-    pieces = tokenizer.tokenize_target(tf.constant(list(targets)))
-    too_long = pieces.row_lengths().numpy() > length - 1
-    confidences = _confidences(model, tokenizer, source_ids, append_eos(pieces, length), batch_size)
+    pairs = tokenised_pairs(model, tokenizer, sources, targets)
+    confidences = _confidences(model, tokenizer, pairs.source_ids, pairs.target_ids, batch_size)
     return [
         _unscorable(confidence) if long else confidence
-        for confidence, long in zip(confidences, too_long, strict=True)
+        for confidence, long in zip(confidences, pairs.unreadable, strict=True)
     ]
 
 

@@ -114,13 +114,37 @@ def score_texts(
     AT_LEAST_ONE.check("batch_size", batch_size)
     if not sources:
         return np.zeros(0, np.float32)
+    pairs = tokenised_pairs(model, tokenizer, sources, targets)
+    scored = in_length_sorted_batches(
+        _compiled_scores(model), pairs.source_ids, pairs.target_ids, batch_size
+    )["scores"].numpy()
+    return np.where(pairs.unreadable, np.nan, scored)
+
+
+class TokenisedPairs(NamedTuple):
+    """Sentence pairs as a model reads them.
+
+    Attributes:
+        source_ids: Ragged int32 `[pairs, None]`, as for translation (cut, EOS last).
+        target_ids: Ragged int32 `[pairs, None]`, pieces then EOS, cut to the model's positions.
+        unreadable: bool `[pairs]`: a target longer than the model reads, which no score
+            may stand for (its cut beginning is not the target).
+    """
+
+    source_ids: tf.RaggedTensor
+    target_ids: tf.RaggedTensor
+    unreadable: np.ndarray
+
+
+def tokenised_pairs(
+    model: Any, tokenizer: Any, sources: Sequence[str], targets: Sequence[str]
+) -> TokenisedPairs:
+    """Sources tokenised as for translation, targets as training targets (`TokenisedPairs`)."""
     length = model.max_sequence_length
     source_ids = source_ids_for_model(tokenizer, tf.constant(list(sources)), length)
     pieces = tokenizer.tokenize_target(tf.constant(list(targets)))
-    scored = in_length_sorted_batches(
-        _compiled_scores(model), source_ids, append_eos(pieces, length), batch_size
-    )["scores"].numpy()
-    return np.where(pieces.row_lengths().numpy() > length - 1, np.nan, scored)
+    unreadable = pieces.row_lengths().numpy() > length - 1
+    return TokenisedPairs(source_ids, append_eos(pieces, length), unreadable)
 
 
 def in_length_sorted_batches(
@@ -184,6 +208,7 @@ def _compiled_scores(model: Any) -> tf.types.experimental.PolymorphicFunction:
 
 __all__ = [
     "TeacherForced",
+    "TokenisedPairs",
     "check_text_pairs",
     "in_length_sorted_batches",
     "score_texts",

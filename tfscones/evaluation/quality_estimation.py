@@ -32,8 +32,12 @@ import numpy as np
 import scipy.stats
 import tensorflow as tf
 
-from tfscones.data.preprocessing import append_eos
-from tfscones.decoding.scoring import check_text_pairs, in_length_sorted_batches, teacher_forced
+from tfscones.decoding.scoring import (
+    check_text_pairs,
+    in_length_sorted_batches,
+    teacher_forced,
+    tokenised_pairs,
+)
 from tfscones.ranges import AT_LEAST_ONE
 
 DROPOUT_PASSES = 30
@@ -83,10 +87,7 @@ def quality_measures(
     AT_LEAST_ONE.check("batch_size", batch_size)
     if not sources:
         return QualityMeasures(*(np.zeros(0) for _ in dataclasses.fields(QualityMeasures)))
-    length = model.max_sequence_length
-    source_ids = append_eos(tokenizer.tokenize(tf.constant(list(sources))), length)
-    pieces = tokenizer.tokenize_target(tf.constant(list(targets)))
-    target_ids = append_eos(pieces, length)
+    source_ids, target_ids, unreadable = tokenised_pairs(model, tokenizer, sources, targets)
 
     def measure(sources_batch, targets_batch):
         forced = teacher_forced(model, sources_batch, targets_batch)
@@ -107,7 +108,6 @@ def quality_measures(
             for _ in range(passes)
         ]
     ).astype(np.float64)
-    unreadable = pieces.row_lengths().numpy() > length - 1
     scores = deterministic["scores"].numpy().astype(np.float64)
     measures = QualityMeasures(
         log_confidence=scores,

@@ -348,7 +348,7 @@ class TranslationModule(tf.Module):
         """
         shape = tf.shape(output.ids)
         ids = tf.reshape(output.ids, [-1, shape[-1]])
-        hypotheses = tf.shape(ids)[0] // tf.shape(source_ids)[0]
+        hypotheses = shape[1] if output.ids.shape.rank == 3 else 1
         sources = tf.repeat(source_ids, hypotheses, axis=0)
         forced = teacher_forced(self.model, sources, ids)
         scores = tf.where(has_text(sources)[:, tf.newaxis], forced.token_scores, 0.0)

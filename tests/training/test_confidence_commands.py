@@ -43,7 +43,8 @@ def test_translate_and_score_print_the_librarys_confidences(tiny_run, tmp_path):
         assert float(confidence) == pytest.approx(wanted.sentence, rel=1e-5)
         values = [float(pair.rsplit(":", 1)[1]) for pair in tokens.split(" ")]
         assert math.prod(values) == pytest.approx(wanted.sentence, rel=1e-3)
-        assert tokens.endswith(f"</s>:{wanted.tokens[-1]:.4f}")
+        pairs = [pair.rsplit(":", 1)[0] for pair in tokens.split(" ")]
+        assert pairs == list(wanted.pieces) and all(pairs)  # pieces as spelt: `▁the`
 
     targets = tmp_path / "out.en"
     targets.write_text("".join(row[0] + "\n" for row in rows), encoding="utf-8")

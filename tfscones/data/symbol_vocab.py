@@ -206,6 +206,10 @@ class SymbolTokenizer(tf.Module):
         """Target ids: the whitespace-separated labels of each pronunciation."""
         return self._per_string(strings, self._target_ids, add_eos)
 
+    def id_to_piece(self, ids: tf.Tensor) -> tf.Tensor:
+        """Each id's symbol: a character, a label, a language tag or a special symbol."""
+        return tf.gather(self._id_to_symbol, tf.cast(ids, tf.int32))
+
     def detokenize(self, ids: tf.Tensor | tf.RaggedTensor) -> tf.Tensor:
         """Labels joined by spaces, each sequence cut at its first EOS, PAD and BOS dropped.
 

@@ -116,6 +116,10 @@ class Tokenizer(tf.Module):
         """Target ids: a joint SentencePiece vocabulary splits targets as it splits sources."""
         return self.tokenize(strings, add_eos)
 
+    def id_to_piece(self, ids: tf.Tensor) -> tf.Tensor:
+        """Each id's piece as SentencePiece spells it (`▁the`, `</s>`): what a model outputs."""
+        return self.sentencepiece.id_to_string(tf.cast(ids, tf.int32))
+
     def detokenize(self, ids: tf.Tensor | tf.RaggedTensor) -> tf.Tensor:
         """Turns ids back into strings, as decoders and evaluation need.
 

@@ -62,7 +62,8 @@ class Confidence(NamedTuple):
             confidences, comparable between translations of different lengths.
         tokens: Each token's confidence, EOS last (a translation cut at the output limit has
             none).
-        pieces: Each token's text (a SentencePiece piece or a symbol), `</s>` for EOS.
+        pieces: Each token as the vocabulary spells it (a SentencePiece piece such as `▁the`,
+            or a symbol), `</s>` for EOS.
     """
 
     sentence: float
@@ -207,10 +208,10 @@ def _confidences(
 
 
 def _piece_texts(tokenizer: Any, ids: np.ndarray) -> list[str]:
-    """Each token's text: the detokenised piece or symbol alone, `</s>` for EOS."""
+    """Each token's piece or symbol (`tokenizer.id_to_piece`: `▁the`), `</s>` for EOS."""
     if not len(ids):
         return []
-    texts = tokenizer.detokenize(tf.constant(ids, tf.int32)[:, None]).numpy()
+    texts = tokenizer.id_to_piece(tf.constant(ids, tf.int32)).numpy()
     return [
         EOS_LABEL if token == EOS_ID else text.decode("utf-8")
         for token, text in zip(ids, texts, strict=True)

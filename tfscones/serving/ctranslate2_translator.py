@@ -344,9 +344,7 @@ class CTranslate2Translator:
         """The hypothesis's `Confidence`; an empty source's is `EMPTY`, as on every path."""
         if not hypothesis.ids:
             return EMPTY
-        pieces = [
-            EOS_LABEL if token == EOS_ID else self.codec.decode([token]) for token in hypothesis.ids
-        ]
+        pieces = [EOS_LABEL if token == EOS_ID else self.pieces[token] for token in hypothesis.ids]
         return confidence_of(hypothesis.token_log_scores, pieces)
 
 

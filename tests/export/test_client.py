@@ -329,7 +329,7 @@ def test_an_answer_of_the_wrong_size_names_the_request(outputs, problem, tmp_pat
     lines = [b"eins", b"zwei", b"drei", b"vier"]
     answer = reply_with(200, json.dumps({"outputs": outputs}).encode())
     with LoopbackServer(answer) as server:
-        message = run_client(server.url, lines, tmp_path, "--batch-size", "3", "--timeout", "1")
+        message = run_client(server.url, lines, tmp_path, "--batch-size", "3", "--timeout", "30")
     assert message.startswith("client error: translate of lines 1-3: the server answered ")
     assert problem in message
 
@@ -339,8 +339,9 @@ def test_an_answer_of_the_wrong_size_names_the_request(outputs, problem, tmp_pat
     [(b"<html>502 Bad Gateway</html>", "'<html>502 Bad Gateway</html>'"), (b"", "''")],
 )
 def test_a_reply_that_is_not_json_names_the_endpoint_and_its_start(body, start, tmp_path):
+    # The server answers at once; the timeout only bounds a stalled run on a loaded machine.
     with LoopbackServer(reply_with(200, body)) as server:
-        message = run_client(server.url, [b"Hallo."], tmp_path, "--timeout", "1")
+        message = run_client(server.url, [b"Hallo."], tmp_path, "--timeout", "30")
     endpoint = f"{server.url}/v1/models/tfscones:predict"
     assert message.startswith(f"client error: {endpoint}: the reply is not JSON")
     assert message.endswith(f"it starts {start} (line 1)")
@@ -348,7 +349,7 @@ def test_a_reply_that_is_not_json_names_the_endpoint_and_its_start(body, start, 
 
 def test_a_json_reply_that_is_not_an_object_is_refused(tmp_path):
     with LoopbackServer(reply_with(200, b"[1, 2]")) as server:
-        message = run_client(server.url, [b"Hallo."], tmp_path, "--timeout", "1")
+        message = run_client(server.url, [b"Hallo."], tmp_path, "--timeout", "30")
     assert "expected named outputs, got [1, 2]" in message
 
 

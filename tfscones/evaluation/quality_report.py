@@ -10,7 +10,7 @@ that higher means better; a measure the head does not define is left out):
 - `flagging_auroc`: the AUROC of flagging the worst 10% of those translations by chrF;
 - `corruption_auroc`: the AUROC of telling each reference from its corruptions
   (`tfscones.evaluation.corruptions`), per corruption (None where no reference has it) and
-  over all of them;
+  over all of them, over the texts the model reads whole;
 - `multiref_wins` (given a multi-reference set): the fraction of sources whose every reference
   has a higher confidence than every corruption of each (the SCONES paper's claim that a
   multi-label head need not split its belief between correct translations).
@@ -91,12 +91,18 @@ def _corruption_auroc(model, tokenizer, sources, references, names, passes, seed
             model, tokenizer, [sources[i] for i in kept], [texts[i] for i in kept], passes
         )
         for name in names:
-            worse = signed(corrupted, name)
-            results[name][kind] = auroc(signed(real, name)[kept], worse) if kept else None
+            worse = _scored(signed(corrupted, name))
+            better = _scored(signed(real, name)[kept])
+            results[name][kind] = auroc(better, worse) if len(better) and len(worse) else None
             pooled[name].append(worse)
     for name in names:
-        results[name]["all"] = auroc(signed(real, name), np.concatenate(pooled[name]))
+        results[name]["all"] = auroc(_scored(signed(real, name)), np.concatenate(pooled[name]))
     return results
+
+
+def _scored(values: np.ndarray) -> np.ndarray:
+    """The values of the texts the model could score whole (NaN: too long to read)."""
+    return values[~np.isnan(values)]
 
 
 def _multiref_wins(model, tokenizer, sources, references, seed) -> float:

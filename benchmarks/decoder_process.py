@@ -28,12 +28,12 @@ def time_requests(decoder, requests: list[list[str]], beam_size: int) -> tuple[l
     """The texts `decoder` translates `requests` to, one request after another, and the seconds.
 
     Args:
-        decoder: Anything with `translate(sentences, beam_size) -> [(text, score), ...]`.
+        decoder: Anything with `translate(sentences, beam_size) -> [(text, ...), ...]`.
         requests: The requests, each a list of sentences.
         beam_size: Beams (1: greedy search).
     """
     start = time.perf_counter()
-    texts = [text for request in requests for text, _ in decoder.translate(request, beam_size)]
+    texts = [output[0] for request in requests for output in decoder.translate(request, beam_size)]
     return texts, time.perf_counter() - start
 
 

@@ -374,10 +374,12 @@ def test_the_translator_loads_on_a_thread_that_has_ended_when_loading_returns(mo
 
     monkeypatch.setattr(ctranslate2_translator.ctranslate2, "Translator", translator)
     assert ctranslate2_translator.load_translator("model", "int8", 2) == "translator"
+    assert ctranslate2_translator.load_translator("model", "float32", 1, workers=3)
     thread, arguments, settings = loads[0]
     assert thread is not threading.current_thread() and not thread.is_alive()
     assert arguments == ("model",)
     assert settings == {"compute_type": "int8", "intra_threads": 2, "inter_threads": 1}
+    assert loads[1][2] == {"compute_type": "float32", "intra_threads": 1, "inter_threads": 3}
     with pytest.raises(ValueError, match="unknown compute type"):
         ctranslate2_translator.load_translator("model", "unknown", 1)
 

@@ -61,6 +61,8 @@ from tfscones.serving.module import RequestLimits
 
 THREADS = Range(0, 1024, integer=True)
 """CTranslate2's `intra_threads`: 0 lets it choose (one per core)."""
+WORKERS = Range(1, 1024, integer=True)
+"""CTranslate2's `inter_threads`: the batches it translates side by side."""
 VOCABULARY_FILE = "shared_vocabulary.json"
 
 
@@ -101,12 +103,15 @@ class CTranslate2Translator:
             "int8" (weights quantised when the model loads), ...
         threads: CTranslate2's `intra_threads`, the threads one batch runs on (`THREADS`; 0
             lets CTranslate2 choose).
+        workers: CTranslate2's `inter_threads`, the batches translated at once (`WORKERS`):
+            calls from that many threads of the caller run side by side, each on `threads`
+            threads, with a copy of the model's state each; more calls wait in a queue.
 
     Raises:
         FileNotFoundError: If `model_dir` is not a tfscones CTranslate2 export.
-        ValueError: If `threads` is not in `THREADS`, a token limit exceeds the model's
-            positions, or a file of the export is damaged (naming it, and the field), all
-            before the model loads.
+        ValueError: If `threads` is not in `THREADS` or `workers` not in `WORKERS`, a token
+            limit exceeds the model's positions, or a file of the export is damaged (naming
+            it, and the field), all before the model loads.
     """
 
     def __init__(
@@ -115,15 +120,17 @@ class CTranslate2Translator:
         limits: RequestLimits | None = None,
         compute_type: str = "default",
         threads: int = 1,
+        workers: int = 1,
     ):
         THREADS.check("threads", threads, "0 lets CTranslate2 choose (one per core).")
+        WORKERS.check("workers", workers)
         self.info = CTranslate2Info.read(model_dir)
         self.limits = (limits or RequestLimits()).for_model(self.info.positions)
         self.pieces = read_pieces(Path(model_dir) / VOCABULARY_FILE)
         self.piece_ids = {piece: i for i, piece in enumerate(self.pieces)}
         self.source_id = Range(0, len(self.pieces), high_open=True, integer=True)
         self.codec = vocabulary_codec(Path(model_dir), len(self.pieces))
-        self.translator = load_translator(model_dir, compute_type, threads)
+        self.translator = load_translator(model_dir, compute_type, threads, workers)
         self.head = heads.get(self.info.head_config) if self.info.head_config else None
 
     def check_beam_size(self, beam_size: int) -> int:
@@ -349,11 +356,12 @@ class CTranslate2Translator:
 
 
 def load_translator(
-    model_dir: str | os.PathLike, compute_type: str, threads: int
+    model_dir: str | os.PathLike, compute_type: str, threads: int, workers: int = 1
 ) -> ctranslate2.Translator:
-    """A `ctranslate2.Translator` of one worker on `threads` threads, loaded in a thread of its own.
+    """A `ctranslate2.Translator` of `workers` workers of `threads` threads, loaded aside.
 
-    Loading int8 weights runs an OpenMP team on the loading thread, and the team lives as long
+    It is loaded on a thread of its own, which ends when loading returns. Loading int8
+    weights runs an OpenMP team on the loading thread, and the team lives as long
     as that thread. Left on the caller's thread, it adds to the translator's own team, and once
     a process holds more OpenMP threads than cores GNU OpenMP (which the CTranslate2 wheel ships)
     all but stops its threads from spin-waiting between the many small parallel regions of a
@@ -367,7 +375,7 @@ def load_translator(
             str(model_dir),
             compute_type=compute_type,
             intra_threads=threads,
-            inter_threads=1,
+            inter_threads=workers,
         )
         return loading.result()
 

@@ -37,7 +37,11 @@ def test_a_correlation_and_its_interval_by_hand():
         (noisy.spearman, noisy.spearman_interval),
     ):
         assert 0.55 < low < estimate < high < 0.85  # r = 1/√2 ≈ 0.71 in the limit
-    assert correlation(x, x + rng.normal(size=200), resamples=300, seed=3) != noisy
+    y = x + rng.normal(size=200)
+    again, reseeded = (correlation(x, y, resamples=300, seed=seed) for seed in (3, 4))
+    assert again == correlation(x, y, resamples=300, seed=3)  # the seed fixes the resamples
+    assert reseeded.pearson == again.pearson and reseeded.spearman == again.spearman
+    assert reseeded.pearson_interval != again.pearson_interval  # the interval is resampled
     with pytest.raises(ValueError, match="3 pairs of finite numbers"):
         correlation([1, 2], [3, 4])
 

@@ -8,7 +8,6 @@ tests/export/test_ctranslate2.py.
 import contextlib
 import functools
 import json
-import shutil
 
 import pytest
 
@@ -20,8 +19,7 @@ from benchmarks import ctranslate2_heads  # noqa: E402
 from benchmarks.ctranslate2_heads import describe_run  # noqa: E402
 from benchmarks.ctranslate2_speed import build_timed_decoder, parse_arguments, seconds_per_pass  # noqa: E402
 from benchmarks.decoder_process import DecoderProcess, time_requests  # noqa: E402
-from tests.export.conftest import demo_sentences, save_tiny_model  # noqa: E402
-from tfscones.data import train_sentencepiece  # noqa: E402
+from tests.export.conftest import demo_sentences  # noqa: E402
 
 
 class _CountingDecoder:
@@ -94,23 +92,6 @@ def test_heads_compares_scones_greedy_with_softmax_beam_on_each_ctranslate2_engi
         "CTranslate2 int8: SCONES greedy / softmax beam 4 sentences/s 1.00x"
     )
     assert "against 100.000 (-" in lines[-1]
-
-
-@pytest.fixture(scope="module")
-def tiny_runs(tmp_path_factory):
-    """An untrained SCONES run and softmax run sharing one SentencePiece model."""
-    folder = tmp_path_factory.mktemp("runs")
-    for language in ("de", "en"):
-        text = "".join(line + "\n" for line in demo_sentences("train", 1500, language))
-        (folder / f"train.{language}").write_text(text, encoding="utf-8")
-    train_sentencepiece([folder / "train.de", folder / "train.en"], folder / "spm", vocab_size=400)
-    runs = {}
-    for name, head, seed in (("SCONES", "sigmoid", 7), ("softmax", "softmax", 3)):
-        runs[name] = folder / name
-        runs[name].mkdir()
-        shutil.copy(folder / "spm.model", runs[name] / "spm.model")
-        save_tiny_model(runs[name] / "model.keras", seed=seed, head=head)
-    return runs
 
 
 @pytest.mark.slow

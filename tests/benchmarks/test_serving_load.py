@@ -6,7 +6,6 @@ in a fresh interpreter that must not import tfscones; the whole benchmark on a t
 """
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,8 +18,7 @@ import pytest
 from benchmarks import serving_load
 from benchmarks.load_generator import LoadResult, drive_load
 from benchmarks.serving_load import CTRANSLATE2, SAVEDMODEL, EngineSetting
-from tests.export.conftest import demo_sentences, save_tiny_model
-from tfscones.data import train_sentencepiece
+from tests.export.conftest import demo_sentences
 from tfscones.serving import RequestLimits, export_run, standard_searches
 from tfscones.serving.export import ExportSettings
 
@@ -133,18 +131,9 @@ def test_ratios_set_two_threads_beside_one_and_beside_ctranslate2_at_the_same_th
 
 
 @pytest.fixture(scope="module")
-def softmax_run(tmp_path_factory) -> Path:
+def softmax_run(tiny_runs) -> Path:
     """An untrained tiny softmax run folder."""
-    folder = tmp_path_factory.mktemp("serving-run")
-    for language in ("de", "en"):
-        text = "".join(line + "\n" for line in demo_sentences("train", 1500, language))
-        (folder / f"train.{language}").write_text(text, encoding="utf-8")
-    train_sentencepiece([folder / "train.de", folder / "train.en"], folder / "spm", vocab_size=400)
-    run = folder / "run"
-    run.mkdir()
-    shutil.copy(folder / "spm.model", run / "spm.model")
-    save_tiny_model(run / "model.keras", seed=3, head="softmax")
-    return run
+    return tiny_runs["softmax"]
 
 
 @pytest.fixture(scope="module")

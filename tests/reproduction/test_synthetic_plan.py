@@ -204,7 +204,10 @@ def test_the_section_lays_out_figs_8_and_9_and_table_7_and_judges_the_claims(tmp
     alike, falls, exact = claims(page)
     assert alike.endswith("**agrees**.") and "widest gap between the heads is 0.0 BLEU" in alike
     assert falls.endswith("**agrees**.") and "softmax 38.0 → 20.0" in falls
-    assert exact.endswith("**agrees**.") and "exceeds α = 0.2's by 12.6" in exact
+    # Mean relative BLEU over γ 0.5, 0.7, 1 (mean γ 11/15): -2 + (20 - fall) · 11/15, so
+    # softmax -2.0, α=0.2 9.7, α=1 -0.5; α=0.2 above the higher by 10.3.
+    assert "softmax -2.0, SCONES α=0.2 9.7, SCONES α=1.0 -0.5" in exact
+    assert exact.endswith("**agrees**.") and "higher of softmax and α = 1 by 10.3" in exact
     assert (tmp_path / "figures" / "synthetic_exact.png").is_file()
 
 
@@ -212,4 +215,5 @@ def test_an_exact_search_that_degrades_alike_for_every_head_disagrees(tmp_path):
     out = tmp_path / "reproduction"
     write_synthetic_outputs(out, {SOFTMAX: 10.0, LOW_ALPHA: 12.0, HIGH_ALPHA: 10.0})
     exact = claims(write_report(out, tmp_path / "results.md"))[2]
-    assert exact.endswith("**disagrees**.") and "exceeds α = 0.2's by -1.8" in exact
+    # -2 + (20 - fall) · 11/15: softmax and α=1 5.3, α=0.2 3.9.
+    assert exact.endswith("**disagrees**.") and "higher of softmax and α = 1 by -1.5" in exact

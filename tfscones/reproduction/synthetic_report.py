@@ -7,7 +7,8 @@ state budget beside the paper's Table 7, and how often exact search returned the
 translation. Each figure is the mean over the seeds a run has (two at γ =
 `SYNTHETIC_SPREAD_TEMPERATURE`); the seed spread is the largest difference between those two
 seeds of one head, of beam-4 BLEU for the claims on beam search and of Fig. 9's relative BLEU
-for the claim on exact search.
+for the claim on exact search, which is judged on the mean relative BLEU of each head over the
+high temperatures (`HIGH_TEMPERATURES`), where the paper sees the heads apart.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ from tfscones.reproduction.synthetic import CORPUS, ENTROPIES, read_corpora
 from tfscones.reproduction.verdicts import NO_SPREAD, Claim, bleu_verdict, condition_verdict
 
 SOFTMAX, LOW_ALPHA, HIGH_ALPHA = SYNTHETIC_CONFIGS
+# The temperatures of Fig. 9's claim: "the translations with the global highest probability for
+# high IBM-3 sampling temperatures are heavily degraded for softmax and SCONES with α = 1, the
+# drop is much less dramatic for SCONES with α = 0.2" (Stahlberg & Kumar 2022, §5). The heads
+# are judged by their mean relative BLEU over these γ, not by the fall from the lowest γ, where
+# a few exact searches on the first sentences decide the figure.
+HIGH_TEMPERATURES = tuple(gamma for gamma in SYNTHETIC_TEMPERATURES if gamma >= 0.5)
 # Table 7 of the paper: the percentage of test sentences whose exact search had not finished
 # within 1M states; "for runs that are not listed here, exact search terminated within 1M
 # steps for all sentences". The paper has no γ = 1.
@@ -308,18 +315,20 @@ def _falls_claim(beam4, spread) -> Claim:
 
 def _exact_claim(relative, spread) -> Claim:
     text = (
-        "With exact search, the translations of highest probability degrade with γ much more "
+        "With exact search, the translations of highest probability degrade at high γ much more "
         "for softmax and SCONES α = 1 than for SCONES α = 0.2 (Fig. 9)."
     )
     if not _complete(relative):
         return Claim(text, "Not every run has been analysed yet.", "not run yet")
-    low, high = SYNTHETIC_TEMPERATURES[0], SYNTHETIC_TEMPERATURES[-1]
-    drops = {head: values[low] - values[high] for head, values in relative.items()}
-    difference = min(drops[SOFTMAX], drops[HIGH_ALPHA]) - drops[LOW_ALPHA]
+    levels = {
+        head: _mean([values[gamma] for gamma in HIGH_TEMPERATURES])
+        for head, values in relative.items()
+    }
+    difference = levels[LOW_ALPHA] - max(levels[SOFTMAX], levels[HIGH_ALPHA])
     evidence = (
-        f"Relative BLEU falls from γ = {low:g} to γ = {high:g} by "
-        + ", ".join(f"{drop:.1f} for {head}" for head, drop in drops.items())
-        + f"; the smaller fall of softmax and α = 1 exceeds α = 0.2's by {difference:.1f}; "
+        f"Relative BLEU at γ ∈ {{{', '.join(f'{g:g}' for g in HIGH_TEMPERATURES)}}}, mean: "
+        + ", ".join(f"{head} {level:.1f}" for head, level in levels.items())
+        + f"; α = 0.2 is above the higher of softmax and α = 1 by {difference:.1f}; "
         + f"{_spread_text(spread, 'relative BLEU')}."
     )
     return Claim(text, evidence, bleu_verdict(difference, spread))

@@ -184,6 +184,30 @@ def test_the_section_lays_out_table_1_with_the_paper_beside_and_judges_claims(tm
     assert "The ensemble has not been decoded yet. Verdict: **not run yet**" in lines
 
 
+@pytest.mark.parametrize("wer, per, verdict", [(13.5, 2.7, "agrees"), (16.67, 3.48, "disagrees")])
+def test_the_decoded_ensemble_is_judged_against_the_previous_state_of_the_art(
+    tmp_path, wer, per, verdict
+):
+    finish_entmax_grid(tmp_path)
+    fake_evaluation(tmp_path, g2p_run("entmax-1.5", 0.04), 14.0, 3.0)
+    (recipe,) = g2p.ensemble_recipes(tmp_path)
+    rates = {"wer": wer, "per": per, "by_language": {"fre": {"words": 4, "wer": wer, "per": per}}}
+    record = {"loss": recipe.loss, "runs": [run.name for run in recipe.runs], "words": 8}
+    g2p.ensemble_file(tmp_path, recipe).parent.mkdir()
+    g2p.ensemble_file(tmp_path, recipe).write_text(
+        json.dumps({**record, "greedy": rates, "beam5": rates})
+    )
+    records = [read_run(tmp_path, run) for run in G2P.runs(tmp_path)]
+    lines = "\n".join(g2p_section(records, tmp_path, "docs/reproduction"))
+    assert (
+        "The ensemble of g2p-entmax15-ls0.04-seed1, g2p-entmax15-ls0.04-seed2, beam 5: "
+        f"{wer:.2f} WER / {per:.2f} PER. Verdict: **{verdict}**" in lines
+    )
+    assert (
+        f"| entmax-1.5 | entmax-1.5 ε=0.04 | {wer:.2f} | {per:.2f} | 0.04 | 13.47 | 2.69 |" in lines
+    )
+
+
 def test_the_results_page_holds_the_g2p_section_and_its_targets(tmp_path):
     run = g2p_run("entmax-1.5", 0.04)
     fake_results(tmp_path, run, 2.8)

@@ -304,7 +304,7 @@ def _ensemble_claim(results_dir: Path) -> Claim:
         return Claim(text, "The ensemble has not been decoded yet.", "not run yet")
     wer, per = record[SEARCH]["wer"], record[SEARCH]["per"]
     better = wer < PREVIOUS_BEST[0] and per < PREVIOUS_BEST[1]
-    evidence = f"{_ensemble_label(recipe)}: {wer:.2f} WER / {per:.2f} PER."
+    evidence = f"The {_ensemble_label(recipe)}, beam 5: {wer:.2f} WER / {per:.2f} PER."
     numbers = {"ensemble WER": wer, "ensemble PER": per}
     return Claim(text, evidence, condition_verdict(better, numbers))
 

@@ -45,10 +45,15 @@ def fake_results(out_dir, run, dev_per: float) -> None:
     )
 
 
-def fake_evaluation(out_dir, run, wer: float, per: float) -> None:
+def fake_evaluation_record(wer: float, per: float) -> dict:
+    """`evaluation.json`'s content: 8 words, greedy and beam 5 alike, French alone."""
     rates = {"wer": wer, "per": per, "by_language": {"fre": {"words": 4, "wer": wer, "per": per}}}
+    return {"words": 8, "greedy": rates, "beam5": rates}
+
+
+def fake_evaluation(out_dir, run, wer: float, per: float) -> None:
     (out_dir / run.name / "evaluation.json").write_text(
-        json.dumps({"words": 8, "greedy": rates, "beam5": rates})
+        json.dumps(fake_evaluation_record(wer, per))
     )
 
 
@@ -191,11 +196,10 @@ def test_the_decoded_ensemble_is_judged_against_the_previous_state_of_the_art(
     finish_entmax_grid(tmp_path)
     fake_evaluation(tmp_path, g2p_run("entmax-1.5", 0.04), 14.0, 3.0)
     (recipe,) = g2p.ensemble_recipes(tmp_path)
-    rates = {"wer": wer, "per": per, "by_language": {"fre": {"words": 4, "wer": wer, "per": per}}}
-    record = {"loss": recipe.loss, "runs": [run.name for run in recipe.runs], "words": 8}
+    record = {"loss": recipe.loss, "runs": [run.name for run in recipe.runs]}
     g2p.ensemble_file(tmp_path, recipe).parent.mkdir()
     g2p.ensemble_file(tmp_path, recipe).write_text(
-        json.dumps({**record, "greedy": rates, "beam5": rates})
+        json.dumps({**record, **fake_evaluation_record(wer, per)})
     )
     records = [read_run(tmp_path, run) for run in G2P.runs(tmp_path)]
     lines = "\n".join(g2p_section(records, tmp_path, "docs/reproduction"))

@@ -162,9 +162,8 @@ def _ensemble_table(results_dir: Path, chosen: dict) -> list[str]:
         "| loss | recipe | test WER | test PER | paper's ε | paper WER | paper PER |",
         "|---|---|---|---|---|---|---|",
     ]
-    recipes = {recipe.loss: recipe for recipe in ensemble_recipes(results_dir)}
     for loss in g2p_losses():
-        record = read_ensemble(results_dir, recipes[loss]) if loss in recipes else None
+        _, record = decoded_ensemble(results_dir, loss)
         run = chosen[loss]
         figures = (
             f"{record[SEARCH]['wer']:.2f} | {record[SEARCH]['per']:.2f}"
@@ -286,10 +285,15 @@ def _best_claim(records, chosen) -> Claim:
     return Claim(text, evidence, condition_verdict(smoothed_sparse, numbers))
 
 
+def decoded_ensemble(results_dir: Path, loss: str) -> tuple[EnsembleRecipe | None, dict | None]:
+    """The ensemble recipe of `loss`'s chosen recipe and its record (None until decoded)."""
+    recipe = next((r for r in ensemble_recipes(results_dir) if r.loss == loss), None)
+    return recipe, read_ensemble(results_dir, recipe) if recipe else None
+
+
 def ensemble_rate(results_dir: Path, loss: str, key: str) -> float | None:
     """The beam-5 test `wer` or `per` of the ensemble of `loss`'s chosen recipe, once decoded."""
-    recipe = next((r for r in ensemble_recipes(results_dir) if r.loss == loss), None)
-    record = read_ensemble(results_dir, recipe) if recipe else None
+    _, record = decoded_ensemble(results_dir, loss)
     return record[SEARCH][key] if record else None
 
 
@@ -298,8 +302,7 @@ def _ensemble_claim(results_dir: Path) -> Claim:
         "The ensemble of the smoothed entmax-1.5 model beats the previous state of the art, "
         f"{PREVIOUS_BEST[0]:.2f} WER / {PREVIOUS_BEST[1]:.2f} PER (Table 1)."
     )
-    recipe = next((r for r in ensemble_recipes(results_dir) if r.loss == "entmax-1.5"), None)
-    record = read_ensemble(results_dir, recipe) if recipe else None
+    recipe, record = decoded_ensemble(results_dir, "entmax-1.5")
     if record is None:
         return Claim(text, "The ensemble has not been decoded yet.", "not run yet")
     wer, per = record[SEARCH]["wer"], record[SEARCH]["per"]

@@ -196,11 +196,7 @@ def test_the_decoded_ensemble_is_judged_against_the_previous_state_of_the_art(
     finish_entmax_grid(tmp_path)
     fake_evaluation(tmp_path, g2p_run("entmax-1.5", 0.04), 14.0, 3.0)
     (recipe,) = g2p.ensemble_recipes(tmp_path)
-    record = {"loss": recipe.loss, "runs": [run.name for run in recipe.runs]}
-    g2p.ensemble_file(tmp_path, recipe).parent.mkdir()
-    g2p.ensemble_file(tmp_path, recipe).write_text(
-        json.dumps({**record, **fake_evaluation_record(wer, per)})
-    )
+    g2p.write_ensemble(tmp_path, recipe, fake_evaluation_record(wer, per))
     records = [read_run(tmp_path, run) for run in G2P.runs(tmp_path)]
     lines = "\n".join(g2p_section(records, tmp_path, "docs/reproduction"))
     assert (

@@ -178,10 +178,15 @@ def evaluate_ensembles(out_dir: Path, config_of, names: Sequence[str] = ()) -> l
         tokenizer = load_tokenizer(folders[0].tokenizer)
         hypotheses_dir = out_dir / G2P.name / recipe.name / HYPOTHESES_FOLDER
         evaluation = evaluate_words(model, tokenizer, config_of(recipe.runs[0]), hypotheses_dir)
-        record = {"loss": recipe.loss, "runs": [run.name for run in recipe.runs], **evaluation}
-        _write_text(ensemble_file(out_dir, recipe), json.dumps(record, indent=1) + "\n")
+        write_ensemble(out_dir, recipe, evaluation)
         done.append(f"ensembled {recipe.name}")
     return done
+
+
+def write_ensemble(out_dir: Path, recipe: EnsembleRecipe, evaluation: dict) -> None:
+    """Records an ensemble's evaluation (`evaluate_words`'s) with its loss and runs."""
+    record = {"loss": recipe.loss, "runs": [run.name for run in recipe.runs], **evaluation}
+    _write_text(ensemble_file(out_dir, recipe), json.dumps(record, indent=1) + "\n")
 
 
 def _check_models(recipe: EnsembleRecipe, folders: list[RunFolder]) -> None:

@@ -94,6 +94,7 @@ def g2p_section(records: list[RunRecord], results_dir: Path, folder: str) -> lis
     by_name = {record.run.name: record for record in records}
     spread = seed_spread(records)
     chosen = {loss: _chosen(results_dir, loss) for loss in g2p_losses()}
+    ensembles = decoded_ensembles(results_dir)
     return [
         f"## {G2P.title}",
         "",
@@ -112,13 +113,13 @@ def g2p_section(records: list[RunRecord], results_dir: Path, folder: str) -> lis
         "shared task's own scorer. The paper trained RNNs; these are Transformers.",
         "",
         *_table(by_name, records, chosen),
-        *_ensemble_table(results_dir, chosen),
-        *_language_table(by_name, results_dir),
+        *_ensemble_table(ensembles, chosen),
+        *_language_table(by_name, ensembles),
         "### Claims",
         "",
         *[
             line
-            for claim in _claims(by_name, records, chosen, results_dir, spread)
+            for claim in _claims(by_name, records, chosen, ensembles, spread)
             for line in claim.lines()
         ],
         "",
@@ -155,7 +156,7 @@ def _table(by_name: dict, records: list[RunRecord], chosen: dict) -> list[str]:
     return [*lines, ""]
 
 
-def _ensemble_table(results_dir: Path, chosen: dict) -> list[str]:
+def _ensemble_table(ensembles: dict, chosen: dict) -> list[str]:
     lines = [
         f"Ensembles of the chosen recipes' seeds ({', '.join(map(str, G2P_SEEDS))}), beam 5:",
         "",
@@ -163,7 +164,7 @@ def _ensemble_table(results_dir: Path, chosen: dict) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for loss in g2p_losses():
-        _, record = decoded_ensemble(results_dir, loss)
+        _, record = ensembles.get(loss, (None, None))
         run = chosen[loss]
         figures = (
             f"{record[SEARCH]['wer']:.2f} | {record[SEARCH]['per']:.2f}"
@@ -186,17 +187,15 @@ def _smoothed(run: PlannedRun | None) -> bool:
     return bool(run) and run.variant != "ls0"
 
 
-def _language_table(by_name: dict, results_dir: Path) -> list[str]:
+def _language_table(by_name: dict, ensembles: dict) -> list[str]:
     """Per-language WER / PER of every evaluated seed-1 run and of every ensemble."""
     columns = {}
     for loss in g2p_losses():
         for run in g2p_recipe_runs(loss):
             if rates(by_name[run.name]):
                 columns[run.label] = rates(by_name[run.name])["by_language"]
-    for recipe in ensemble_recipes(results_dir):
-        ensemble = read_ensemble(results_dir, recipe)
-        if ensemble:
-            columns[f"ensemble {recipe.loss}"] = ensemble[SEARCH]["by_language"]
+    for loss, (_, ensemble) in ensembles.items():
+        columns[f"ensemble {loss}"] = ensemble[SEARCH]["by_language"]
     if not columns:
         return ["Per-language figures appear once a run is evaluated.", ""]
     languages = sorted({language for column in columns.values() for language in column})
@@ -228,7 +227,7 @@ def _lower_verdict(ours: float, other: float, spread: float | None) -> str:
     return bleu_verdict(other - ours, spread)
 
 
-def _claims(by_name, records, chosen, results_dir: Path, spread) -> list[Claim]:
+def _claims(by_name, records, chosen, ensembles: dict, spread) -> list[Claim]:
     claims = []
     cross_entropy = mean_rate(records, chosen["cross-entropy"], "wer")
     for loss in ("entmax-1.5", "sparsemax"):
@@ -245,7 +244,7 @@ def _claims(by_name, records, chosen, results_dir: Path, spread) -> list[Claim]:
     for loss in G2P_LOSSES:
         claims.append(_smoothing_claim(by_name, loss, chosen[loss], spread))
     claims.append(_best_claim(records, chosen))
-    claims.append(_ensemble_claim(results_dir))
+    claims.append(_ensemble_claim(ensembles.get("entmax-1.5")))
     return claims
 
 
@@ -285,26 +284,30 @@ def _best_claim(records, chosen) -> Claim:
     return Claim(text, evidence, condition_verdict(smoothed_sparse, numbers))
 
 
-def decoded_ensemble(results_dir: Path, loss: str) -> tuple[EnsembleRecipe | None, dict | None]:
-    """The ensemble recipe of `loss`'s chosen recipe and its record (None until decoded)."""
-    recipe = next((r for r in ensemble_recipes(results_dir) if r.loss == loss), None)
-    return recipe, read_ensemble(results_dir, recipe) if recipe else None
+def decoded_ensembles(results_dir: Path) -> dict[str, tuple[EnsembleRecipe, dict]]:
+    """Each loss whose chosen recipe's ensemble has been decoded: its recipe and record."""
+    decoded = {}
+    for recipe in ensemble_recipes(results_dir):
+        record = read_ensemble(results_dir, recipe)
+        if record:
+            decoded[recipe.loss] = (recipe, record)
+    return decoded
 
 
 def ensemble_rate(results_dir: Path, loss: str, key: str) -> float | None:
     """The beam-5 test `wer` or `per` of the ensemble of `loss`'s chosen recipe, once decoded."""
-    _, record = decoded_ensemble(results_dir, loss)
-    return record[SEARCH][key] if record else None
+    decoded = decoded_ensembles(results_dir).get(loss)
+    return decoded[1][SEARCH][key] if decoded else None
 
 
-def _ensemble_claim(results_dir: Path) -> Claim:
+def _ensemble_claim(decoded: tuple[EnsembleRecipe, dict] | None) -> Claim:
     text = (
         "The ensemble of the smoothed entmax-1.5 model beats the previous state of the art, "
         f"{PREVIOUS_BEST[0]:.2f} WER / {PREVIOUS_BEST[1]:.2f} PER (Table 1)."
     )
-    recipe, record = decoded_ensemble(results_dir, "entmax-1.5")
-    if record is None:
+    if decoded is None:
         return Claim(text, "The ensemble has not been decoded yet.", "not run yet")
+    recipe, record = decoded
     wer, per = record[SEARCH]["wer"], record[SEARCH]["per"]
     better = wer < PREVIOUS_BEST[0] and per < PREVIOUS_BEST[1]
     evidence = f"The {_ensemble_label(recipe)}, beam 5: {wer:.2f} WER / {per:.2f} PER."

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tests import harness
 from tfscones.data.symbol_vocab import SymbolTokenizer
-from tfscones.data.vocab_ids import BOS_ID, EOS_ID
+from tfscones.data.vocab_ids import BOS_ID, EOS_ID, PAD_ID
 from tfscones.decoding import (
     Search,
     compiled_search,
@@ -18,6 +18,9 @@ from tfscones.decoding import (
     translate_with_confidence,
 )
 from tfscones.decoding.confidence import EMPTY, EOS_LABEL, confidence_of
+from tfscones.decoding.experts import decode_experts
+from tfscones.decoding.scoring import teacher_forced
+from tfscones.models import LatentExpertTransformer
 
 from .test_translate import SENTENCES
 
@@ -118,6 +121,67 @@ def test_translate_score_and_the_search_give_one_confidence(symbols, head, searc
             assert again.sentence == pytest.approx(confidence.sentence, rel=1e-4)
             assert again.tokens == pytest.approx(confidence.tokens, rel=1e-4, abs=1e-6)
     assert compared >= 3
+
+
+SEARCHES = {
+    "greedy": Search(),
+    "beam": Search("beam", beam_size=3, num_hypotheses=3, length_penalty=0.6),
+    "diverse_beam": Search("diverse_beam", beam_size=4, num_hypotheses=4, num_groups=2),
+    "sample": Search("sample", num_hypotheses=3, temperature=2.0, seed=7),
+}
+SEARCH_CASES = [
+    pytest.param(head, name, rows, jit, id=f"{head}-{name}-{rows}rows{'-xla' if jit else ''}")
+    for head in ("softmax", "sigmoid", "sparsemax")
+    for name in SEARCHES
+    for rows, jit in ((1, False), (5, False), (5, True))
+    if head == "sigmoid" or (rows, jit) == (5, False)
+]
+
+
+SOURCE_IDS = np.array(
+    [[5, 6, 7, 1], [8, 1, 0, 0], [9, 10, 11, 1], [12, 13, 1, 0], [4, 1, 0, 0]], np.int32
+)
+
+
+def assert_token_log_scores_are_the_models(model, source_ids, output):
+    """Each hypothesis's token log scores are its teacher-forced ones, 0 after its end."""
+    ids = output.ids.numpy()
+    hypotheses, width = ids.shape[1], ids.shape[2]
+    sources = np.repeat(source_ids, hypotheses, axis=0)
+    forced = teacher_forced(model, tf.constant(sources), tf.constant(ids.reshape(-1, width)))
+    expected = forced.token_scores.numpy().reshape(ids.shape)
+    found = output.token_log_scores.numpy()
+    lengths = output.lengths.numpy()
+    after_end = np.arange(width) >= lengths[..., np.newaxis]
+    assert np.all(found[after_end] == 0.0)
+    assert lengths.max() > 2  # some hypotheses are more than a token and EOS
+    # An untrained model may choose PAD (0), which teacher forcing reads as padding.
+    compared = ~after_end & (ids != PAD_ID)
+    np.testing.assert_allclose(found[compared], expected[compared], rtol=1e-4, atol=1e-5)
+    filled = lengths > 0  # a sparse head may leave a slot empty (score -inf)
+    np.testing.assert_allclose(
+        found.sum(-1)[filled], output.log_scores.numpy()[filled], rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize(("head", "name", "rows", "jit"), SEARCH_CASES)
+def test_every_search_keeps_the_log_score_of_each_token_it_chose(head, name, rows, jit):
+    model = harness.tiny_model(20, head, max_sequence_length=10, eos_bias=0.5)
+    source_ids = SOURCE_IDS[:rows]
+    output = compiled_search(model, SEARCHES[name], jit_compile=jit)(tf.constant(source_ids))
+    assert_token_log_scores_are_the_models(model, source_ids, output)
+
+
+def test_each_experts_hypotheses_keep_their_token_log_scores():
+    model = harness.tiny_model(
+        20, "sigmoid", max_sequence_length=10, model_class=LatentExpertTransformer, num_experts=2
+    )
+    source_ids = tf.constant([[5, 6, 7, 1], [8, 1, 0, 0]])
+    output = decode_experts(model, source_ids, Search("beam", beam_size=2, num_hypotheses=2))
+    assert output.token_log_scores.shape == output.ids.shape
+    np.testing.assert_allclose(
+        output.token_log_scores.numpy().sum(-1), output.log_scores.numpy(), rtol=1e-5
+    )
 
 
 def test_a_target_the_model_cannot_read_whole_gets_nan(tokenizer):

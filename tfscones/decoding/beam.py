@@ -70,12 +70,15 @@ class BeamOutput(NamedTuple):
             (equal to `log_scores` when `length_penalty` is 0); -inf for an empty slot.
         log_scores: float32 `[batch, num_hypotheses]`, the sum of `model.head.log_scores` of the
             hypothesis's tokens.
+        token_log_scores: float32 `[batch, num_hypotheses, max_output_length]`, each token's
+            `model.head.log_scores` (the terms of `log_scores`), then 0.
     """
 
     ids: tf.Tensor
     lengths: tf.Tensor
     scores: tf.Tensor
     log_scores: tf.Tensor
+    token_log_scores: tf.Tensor
 
 
 class _SearchSettings(NamedTuple):
@@ -95,6 +98,7 @@ class _Hypotheses(NamedTuple):
     log_scores: tf.Tensor
     scores: tf.Tensor
     lengths: tf.Tensor
+    token_log_scores: tf.Tensor
 
 
 def length_penalty_factor(lengths: tf.Tensor, length_penalty: float) -> tf.Tensor:
@@ -464,6 +468,7 @@ def _empty_hypotheses(batch_size, settings: _SearchSettings, size: int) -> _Hypo
         log_scores=tf.fill(shape, NEG_INF),
         scores=tf.fill(shape, NEG_INF),
         lengths=tf.zeros(shape, tf.int32),
+        token_log_scores=tf.zeros(shape + [settings.width], tf.float32),
     )
 
 
@@ -542,6 +547,7 @@ class _Candidates(NamedTuple):
     origins: tf.Tensor
     log_scores: tf.Tensor
     objectives: tf.Tensor
+    token_log_scores: tf.Tensor
 
 
 def _top_candidates(step, alive, log_scores, penalty, settings: _SearchSettings) -> _Candidates:
@@ -568,14 +574,20 @@ def _top_candidates(step, alive, log_scores, penalty, settings: _SearchSettings)
         candidate_log_scores = objectives
     origins = flat_indices // vocabulary_size
     tokens = flat_indices % vocabulary_size
+    at_step = tf.range(settings.width) == step
     ids = tf.gather(alive.ids, origins, batch_dims=1)
-    ids = tf.where(tf.range(settings.width) == step, tokens[..., tf.newaxis], ids)
+    ids = tf.where(at_step, tokens[..., tf.newaxis], ids)
+    flat_log_scores = tf.reshape(log_scores, [batch_size, row_length])
+    token_log_score = tf.gather(flat_log_scores, flat_indices, batch_dims=1)
+    token_log_scores = tf.gather(alive.token_log_scores, origins, batch_dims=1)
+    token_log_scores = tf.where(at_step, token_log_score[..., tf.newaxis], token_log_scores)
     return _Candidates(
         ids=ids,
         tokens=tokens,
         origins=origins,
         log_scores=candidate_log_scores,
         objectives=objectives,
+        token_log_scores=token_log_scores,
     )
 
 
@@ -590,6 +602,7 @@ def _next_alive(candidates: _Candidates, ending, group_size: int):
         log_scores=log_scores,
         scores=objectives,
         lengths=tf.zeros_like(chosen),
+        token_log_scores=tf.gather(candidates.token_log_scores, chosen, batch_dims=1),
     )
     return alive, tf.gather(candidates.origins, chosen, batch_dims=1)
 
@@ -607,6 +620,7 @@ def _next_finished(step, candidates: _Candidates, ending, finished, settings: _S
         log_scores=tf.where(valid, candidates.log_scores, NEG_INF),
         scores=tf.where(valid, scores, NEG_INF),
         lengths=tf.where(valid, lengths, 0),
+        token_log_scores=tf.where(valid[..., tf.newaxis], candidates.token_log_scores, 0.0),
     )
     # Existing hypotheses come first, so that top_k keeps them on ties.
     merged = tf.nest.map_structure(lambda a, b: tf.concat([a, b], axis=1), finished, new)
@@ -642,6 +656,7 @@ def _best_first(finished: _Hypotheses, settings: _SearchSettings) -> BeamOutput:
         lengths=pooled.lengths,
         scores=pooled.scores,
         log_scores=pooled.log_scores,
+        token_log_scores=pooled.token_log_scores,
     )
 
 

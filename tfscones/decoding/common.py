@@ -381,11 +381,14 @@ class TokenByTokenOutput(NamedTuple):
             length limit), then PAD (0).
         lengths: int32 `[rows]`, tokens produced, EOS included.
         scores: float32 `[rows]`, the sum of `model.head.log_scores` of the produced tokens.
+        token_log_scores: float32 `[rows, width]`, each produced token's `model.head.log_scores`
+            (the terms of `scores`), then 0.
     """
 
     ids: tf.Tensor
     lengths: tf.Tensor
     scores: tf.Tensor
+    token_log_scores: tf.Tensor
 
 
 def decode_token_by_token(
@@ -462,17 +465,20 @@ def _decode_every_row(
         del tokens
         return tf.logical_and(step < width, tf.logical_not(tf.reduce_all(finished)))
 
-    def body(step, tokens, finished, cache, ids, lengths, scores):
+    def body(step, tokens, finished, cache, ids, lengths, token_log_scores):
         chosen, chosen_scores, cache = _step_and_choose(
             model, source, tokens, cache, step, weights, choose
         )
         active = tf.logical_not(finished)
         chosen = tf.where(active, chosen, PAD_ID)
+        chosen_scores = tf.where(active, chosen_scores, 0.0)
         ids = tf.tensor_scatter_nd_update(ids, [[step]], chosen[tf.newaxis])
+        token_log_scores = tf.tensor_scatter_nd_update(
+            token_log_scores, [[step]], chosen_scores[tf.newaxis]
+        )
         lengths += tf.cast(active, tf.int32)
-        scores += tf.where(active, chosen_scores, 0.0)
         finished = finished | tf.equal(chosen, EOS_ID) | (step + 1 >= source.max_lengths)
-        return step + 1, chosen, finished, cache, ids, lengths, scores
+        return step + 1, chosen, finished, cache, ids, lengths, token_log_scores
 
     cache = search_cache(model, rows, width, jit_compile)
     loop_variables = (
@@ -482,16 +488,26 @@ def _decode_every_row(
         cache.cache,
         tf.zeros([width, rows], tf.int32),
         tf.zeros([rows], tf.int32),
-        tf.zeros([rows], tf.float32),
+        tf.zeros([width, rows], tf.float32),
     )
-    _, _, _, _, ids, lengths, scores = tf.while_loop(
+    _, _, _, _, ids, lengths, token_log_scores = tf.while_loop(
         keep_going,
         body,
         loop_variables,
         shape_invariants=loop_shape_invariants(loop_variables, cache),
         maximum_iterations=width,
     )
-    return TokenByTokenOutput(ids=tf.transpose(ids), lengths=lengths, scores=scores)
+    return _token_by_token_output(tf.transpose(ids), lengths, tf.transpose(token_log_scores))
+
+
+def _token_by_token_output(ids, lengths, token_log_scores) -> TokenByTokenOutput:
+    """The output, its `scores` the sum of `token_log_scores` (in position order)."""
+    return TokenByTokenOutput(
+        ids=ids,
+        lengths=lengths,
+        scores=tf.reduce_sum(token_log_scores, axis=1),
+        token_log_scores=token_log_scores,
+    )
 
 
 def _decode_rows_still_going(
@@ -513,22 +529,20 @@ def _decode_rows_still_going(
     def keep_going(step, going, *_):
         return tf.logical_and(step < width, tf.size(going) > 0)
 
-    def body(step, going, tokens, source, cache, ids, lengths, scores):
+    def body(step, going, tokens, source, cache, ids, lengths, token_log_scores):
         chosen, chosen_scores, cache = _step_and_choose(
             model, source, tokens, cache, step, weights, choose
         )
-        at = going[:, tf.newaxis]
-        ids = tf.tensor_scatter_nd_update(
-            ids, tf.stack([going, tf.fill(tf.shape(going), step)], axis=1), chosen
-        )
-        lengths = tf.tensor_scatter_nd_add(lengths, at, tf.ones_like(chosen))
-        scores = tf.tensor_scatter_nd_add(scores, at, chosen_scores)
+        positions = tf.stack([going, tf.fill(tf.shape(going), step)], axis=1)
+        ids = tf.tensor_scatter_nd_update(ids, positions, chosen)
+        token_log_scores = tf.tensor_scatter_nd_update(token_log_scores, positions, chosen_scores)
+        lengths = tf.tensor_scatter_nd_add(lengths, going[:, tf.newaxis], tf.ones_like(chosen))
         goes_on = tf.logical_and(tf.not_equal(chosen, EOS_ID), step + 1 < source.max_lengths)
         kept = tf.reshape(tf.where(goes_on), [-1])
         going, tokens, source, cache = tf.nest.map_structure(
             lambda t: tf.gather(t, kept), (going, chosen, source, cache)
         )
-        return step + 1, going, tokens, source, cache, ids, lengths, scores
+        return step + 1, going, tokens, source, cache, ids, lengths, token_log_scores
 
     cache = search_cache(model, rows, width)
     loop_variables = (
@@ -539,16 +553,16 @@ def _decode_rows_still_going(
         cache.cache,
         tf.zeros([rows, width], tf.int32),
         tf.zeros([rows], tf.int32),
-        tf.zeros([rows], tf.float32),
+        tf.zeros([rows, width], tf.float32),
     )
     # The rows still going (their indices, tokens, source and cache) shrink in number.
     invariants = shrinking_shape_invariants(
         loop_shape_invariants(loop_variables, cache), slice(1, 5)
     )
-    _, _, _, _, _, ids, lengths, scores = tf.while_loop(
+    _, _, _, _, _, ids, lengths, token_log_scores = tf.while_loop(
         keep_going, body, loop_variables, shape_invariants=invariants, maximum_iterations=width
     )
-    return TokenByTokenOutput(ids=ids, lengths=lengths, scores=scores)
+    return _token_by_token_output(ids, lengths, token_log_scores)
 
 
 def has_text(source_ids: tf.Tensor) -> tf.Tensor:

@@ -19,10 +19,10 @@ the probability that it keeps the prefix a valid translation under SCONES.
     results[0].text, results[0].confidence.sentence, results[0].confidence.tokens
     score_with_confidence(model, tokenizer, ["Danke."], ["Thanks."])[0].sentence
 
-Both go through teacher forcing (`tfscones.decoding.scoring.teacher_forced`), the one place
-that reads a target's token scores, so a translation's confidence from `translate` equals that
-of `score` given the same translation's tokens, and the sentence figure equals exp of the
-search's own `NBest.log_scores` up to float32 rounding.
+A translation's token scores are those its search chose each token by (`NBest.token_log_scores`),
+so translating costs no second pass over the model; `score` computes a given translation's by
+teacher forcing (`tfscones.decoding.scoring.teacher_forced`). The two agree up to float32
+rounding, and the sentence figure is exp of the search's own `NBest.log_scores`.
 """
 
 from __future__ import annotations
@@ -139,17 +139,22 @@ def translate_with_confidence(
     )
     count = int(source_ids.shape[0])
     best: list[np.ndarray] = [np.zeros(0, np.int32)] * count
+    token_log_scores: list[np.ndarray] = [np.zeros(0, np.float32)] * count
     for indices, output in batches:
         ids, lengths = output.ids[:, 0].numpy(), output.lengths[:, 0].numpy()
+        scores = output.token_log_scores[:, 0].numpy()
         for row, index in enumerate(indices):
             best[index] = ids[row, : lengths[row]]
+            token_log_scores[index] = scores[row, : lengths[row]]
     target_ids = tf.ragged.constant([row.tolist() for row in best], dtype=tf.int32, ragged_rank=1)
     texts = tokenizer.detokenize(target_ids).numpy() if count else []
-    confidences = _confidences(model, tokenizer, source_ids, target_ids, batch_size)
     empty = ~has_text(source_ids.to_tensor()).numpy() if count else []
     return [
-        ConfidentTranslation(text.decode("utf-8"), EMPTY if blank else confidence)
-        for text, confidence, blank in zip(texts, confidences, empty, strict=True)
+        ConfidentTranslation(
+            text.decode("utf-8"),
+            EMPTY if blank else confidence_of(scores, _piece_texts(tokenizer, ids)),
+        )
+        for text, ids, scores, blank in zip(texts, best, token_log_scores, empty, strict=True)
     ]
 
 

@@ -225,6 +225,9 @@ def decode_experts(
         lengths=tf.reshape(output.lengths, [batch_size, count]),
         scores=tf.reshape(output.scores, [batch_size, count]),
         log_scores=tf.reshape(output.log_scores, [batch_size, count]),
+        token_log_scores=tf.reshape(
+            output.token_log_scores, [batch_size, count, tf.shape(output.ids)[-1]]
+        ),
     )
 
 

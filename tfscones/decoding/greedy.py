@@ -21,11 +21,14 @@ class GreedyOutput(NamedTuple):
             decoder's `max_output_length`, so the function compiles once under XLA.
         lengths: int32 `[batch]`, the number of tokens produced, EOS included.
         scores: float32 `[batch]`, the sum of `model.head.log_scores` of the produced tokens.
+        token_log_scores: float32 `[batch, max_output_length]`, each produced token's
+            `model.head.log_scores` (the terms of `scores`), then 0.
     """
 
     ids: tf.Tensor
     lengths: tf.Tensor
     scores: tf.Tensor
+    token_log_scores: tf.Tensor
 
 
 def greedy_decode(
@@ -75,7 +78,7 @@ def greedy_decode(
             cache grow with the output, which is faster.
 
     Returns:
-        A `GreedyOutput` `(ids, lengths, scores)`.
+        A `GreedyOutput` `(ids, lengths, scores, token_log_scores)`.
     """
     model = model.stepper()
     width = common.max_output_length(model, max_length)
@@ -88,7 +91,7 @@ def greedy_decode(
     output = common.decode_token_by_token(
         model, source, width, choose, jit_compile, drop_stopped_rows=True
     )
-    return GreedyOutput(ids=output.ids, lengths=output.lengths, scores=output.scores)
+    return GreedyOutput(*output)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +102,8 @@ class GreedySettings:
 def _greedy_nbest(stepper, source_ids, settings: GreedySettings, limits, jit_compile) -> NBest:
     arguments = decoder_arguments(settings, limits)
     output = greedy_decode(stepper, source_ids, **arguments, jit_compile=jit_compile)
-    scores = output.scores[:, tf.newaxis]
-    return NBest(output.ids[:, tf.newaxis], output.lengths[:, tf.newaxis], scores, scores)
+    ids, lengths, scores, token_log_scores = (tensor[:, tf.newaxis] for tensor in output)
+    return NBest(ids, lengths, scores, scores, token_log_scores)
 
 
 GREEDY = register(

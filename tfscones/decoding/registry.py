@@ -21,7 +21,9 @@ class EmptySettings:
 def decode_empty(stepper, source_ids, settings, limits, jit_compile):
     shape = [tf.shape(source_ids)[0], settings.num_hypotheses]
     zeros = tf.zeros(shape)
-    return NBest(tf.fill([*shape, 1], EOS_ID), tf.ones(shape, tf.int32), zeros, zeros)
+    return NBest(
+        tf.fill([*shape, 1], EOS_ID), tf.ones(shape, tf.int32), zeros, zeros, zeros[..., None]
+    )
 
 register(
     Decoder("empty", "the empty translation", EmptySettings, decode_empty, settings_count)
@@ -52,12 +54,17 @@ class NBest(NamedTuple):
             head's log-scores, divided by the length penalty if there is one).
         log_scores: float32 `[batch, num_hypotheses]`: the sum of the head's log-scores of each
             hypothesis' tokens, EOS included (`scores` without the length penalty).
+        token_log_scores: float32 `[batch, num_hypotheses, max_output_length]`: each token's
+            head log-score as the search chose it (the terms of `log_scores`), then 0. Their
+            exp is the per-token confidence (`tfscones.decoding.confidence`), with no second
+            pass over the model.
     """
 
     ids: tf.Tensor
     lengths: tf.Tensor
     scores: tf.Tensor
     log_scores: tf.Tensor
+    token_log_scores: tf.Tensor
 
 
 def setting(

@@ -57,11 +57,14 @@ class SamplingOutput(NamedTuple):
         lengths: int32 `[batch, num_samples]`, the number of tokens produced, EOS included.
         scores: float32 `[batch, num_samples]`, the sum of `model.head.log_scores` of the sampled
             tokens: the model's own scores, neither tempered nor filtered.
+        token_log_scores: float32 `[batch, num_samples, max_output_length]`, each sampled
+            token's `model.head.log_scores` (the terms of `scores`), then 0.
     """
 
     ids: tf.Tensor
     lengths: tf.Tensor
     scores: tf.Tensor
+    token_log_scores: tf.Tensor
 
 
 def sample_decode(
@@ -121,7 +124,7 @@ def sample_decode(
         jit_compile: True when the caller compiles this with XLA (see `greedy_decode`).
 
     Returns:
-        A `SamplingOutput` `(ids, lengths, scores)`.
+        A `SamplingOutput` `(ids, lengths, scores, token_log_scores)`.
 
     Raises:
         ValueError: If an argument is outside its range (`tfscones.ranges`: `num_samples`
@@ -142,11 +145,12 @@ def sample_decode(
         step_seed = tf.random.experimental.stateless_fold_in(seed, step)
         return _sample_tokens(log_scores, step_seed, temperature, top_k, top_p)
 
-    ids, lengths, scores = common.decode_token_by_token(model, source, width, choose, jit_compile)
+    output = common.decode_token_by_token(model, source, width, choose, jit_compile)
     return SamplingOutput(
-        ids=tf.reshape(ids, [-1, num_samples, width]),
-        lengths=tf.reshape(lengths, [-1, num_samples]),
-        scores=tf.reshape(scores, [-1, num_samples]),
+        ids=tf.reshape(output.ids, [-1, num_samples, width]),
+        lengths=tf.reshape(output.lengths, [-1, num_samples]),
+        scores=tf.reshape(output.scores, [-1, num_samples]),
+        token_log_scores=tf.reshape(output.token_log_scores, [-1, num_samples, width]),
     )
 
 
@@ -284,7 +288,13 @@ def _sampled_nbest(stepper, source_ids, settings: SamplingSettings, limits, jit_
     arguments["num_samples"] = arguments.pop("num_hypotheses")
     arguments["seed"] = (settings.seed, 0)
     output = sample_decode(stepper, source_ids, **arguments, jit_compile=jit_compile)
-    return NBest(*output, log_scores=output.scores)
+    return NBest(
+        ids=output.ids,
+        lengths=output.lengths,
+        scores=output.scores,
+        log_scores=output.scores,
+        token_log_scores=output.token_log_scores,
+    )
 
 
 SAMPLING = registry.register(

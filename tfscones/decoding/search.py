@@ -113,4 +113,5 @@ def blank_empty_sources(output: NBest, source_ids: tf.Tensor) -> NBest:
         lengths=tf.where(keep, output.lengths, tf.cast(first, output.lengths.dtype)),
         scores=tf.where(keep, output.scores, tf.where(first, 0.0, -math.inf)),
         log_scores=tf.where(keep, output.log_scores, tf.where(first, 0.0, -math.inf)),
+        token_log_scores=tf.where(keep[..., tf.newaxis], output.token_log_scores, 0.0),
     )

@@ -11,7 +11,7 @@ Signatures (all take a batch; "string" is UTF-8 text; the first search's is the 
   ranking score, with any length penalty), `log_scores` (the sum of the head's log scores),
   `confidence` (exp of `log_scores`: the translation's probability, or under SCONES its
   probability of being adequate; `tfscones.decoding.confidence`), `token_confidence` float32
-  `[..., T]` (each token's, teacher-forced in the same call, 0 after the end) and
+  `[..., T]` (each token's, the score the search gave it, 0 after the end) and
   `source_truncated` bool `[b]` and `source_unknown` int32 `[b]` (every signature that takes
   text returns both: `source_unknown` counts the source's symbols or pieces outside the
   vocabulary, each read as the unknown symbol, never dropped); `[b]` for a
@@ -69,7 +69,7 @@ from tfscones import ranges
 from tfscones.data.preprocessing import append_eos
 from tfscones.data.symbol_vocab import count_unknown
 from tfscones.data.vocab_ids import EOS_ID, PAD_ID
-from tfscones.decoding.common import OutputLimits, has_text
+from tfscones.decoding.common import OutputLimits
 from tfscones.decoding.registry import NBest
 from tfscones.decoding.scoring import teacher_forced
 from tfscones.decoding.search import Search
@@ -333,26 +333,12 @@ class TranslationModule(tf.Module):
                 "scores": output.scores,
                 "log_scores": output.log_scores,
                 "confidence": tf.exp(output.log_scores),
-                "token_confidence": self._token_confidence(sources.ids, output),
+                "token_confidence": _token_confidence(output),
                 "source_truncated": sources.truncated,
                 "source_unknown": sources.unknown,
             }
 
         return signature
-
-    def _token_confidence(self, source_ids: tf.Tensor, output: NBest) -> tf.Tensor:
-        """Each token's confidence, exp of its teacher-forced log score, 0 after the end.
-
-        An empty source's empty translation (EOS alone, score 0) gets 1 for its EOS, as its
-        confidence is exp(0) (`tfscones.decoding.common.has_text`).
-        """
-        shape = tf.shape(output.ids)
-        ids = tf.reshape(output.ids, [-1, shape[-1]])
-        hypotheses = shape[1] if output.ids.shape.rank == 3 else 1
-        sources = tf.repeat(source_ids, hypotheses, axis=0)
-        forced = teacher_forced(self.model, sources, ids)
-        scores = tf.where(has_text(sources)[:, tf.newaxis], forced.token_scores, 0.0)
-        return tf.reshape(tf.where(forced.is_token, tf.exp(scores), 0.0), shape)
 
     @tf.function(input_signature=[_IDS], autograph=False)
     def translate_ids(self, source_ids: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -485,6 +471,19 @@ _LAYOUTS = {
     1: "a vector of strings, one a sentence: shape [batch]",
     2: "a matrix of ids, one row a sentence: shape [batch, length]",
 }
+
+
+def _token_confidence(output: NBest) -> tf.Tensor:
+    """Each token's confidence, exp of the log score the search gave it, 0 after the end.
+
+    The search's own scores, so no second pass over the model: they are the teacher-forced
+    scores of the same tokens (`score`) up to float32 rounding. An empty source's empty
+    translation (EOS alone, score 0) gets 1 for its EOS, as its confidence is exp(0)
+    (`tfscones.decoding.common.has_text`).
+    """
+    positions = tf.range(tf.shape(output.ids)[-1])
+    is_token = positions < output.lengths[..., tf.newaxis]
+    return tf.where(is_token, tf.exp(output.token_log_scores), 0.0)
 
 
 def _of_rank(tensor: tf.Tensor, name: str, rank: int) -> tf.Tensor:

@@ -33,7 +33,7 @@ def first_piece(stepper, source_ids, settings, limits, jit_compile) -> NBest:
     batch = tf.shape(ids)[0]
     zeros = tf.zeros([batch, 1])
     lengths = tf.fill([batch, 1], settings.repeats + 1)
-    return NBest(ids[:, tf.newaxis], lengths, zeros, zeros)
+    return NBest(ids[:, tf.newaxis], lengths, zeros, zeros, tf.zeros_like(ids, tf.float32)[:, None])
 
 
 FIRST_PIECE = Decoder(

@@ -91,7 +91,7 @@ def greedy_decode(
     output = common.decode_token_by_token(
         model, source, width, choose, jit_compile, drop_stopped_rows=True
     )
-    return GreedyOutput(*output)
+    return GreedyOutput(**output._asdict())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -45,8 +45,10 @@ def test_the_plan_trains_each_head_at_each_temperature_on_its_own_corpus(tmp_pat
     config = run_config(synthetic_run(HIGH_ALPHA, 0.7), tmp_path)
     assert config.data.train_source == str(tmp_path / "synthetic" / "gamma-0.7" / "train.src")
     assert config.data.test_target == str(tmp_path / "synthetic" / "gamma-0.7" / "test.tgt")
+    further = [str(tmp_path / "synthetic" / "gamma-0.7" / f"test.{k}.tgt") for k in range(2, 9)]
+    assert config.data.test_references == further
     assert config.loss.alpha == 1.0 and config.model.head == "sigmoid"
-    assert SYNTHETIC.analysis == AnalysisSettings(beam_sizes=(4,), exact_sentences=50)
+    assert SYNTHETIC.analysis == AnalysisSettings(beam_sizes=(4,), exact_sentences=200)
 
 
 @pytest.mark.parametrize(
@@ -101,10 +103,35 @@ def test_the_plan_samples_trains_analyses_skips_and_samples_again_what_is_gone(t
     references = out / "synthetic" / "gamma-1.0" / "test.tgt"
     sampled = references.read_text(encoding="utf-8")
     assert len(sampled.splitlines()) == 8
+    last = (out / "synthetic" / "gamma-1.0" / "test.8.tgt").read_text(encoding="utf-8")
+    assert len(last.splitlines()) == 8 and last != sampled
     analysis = json.loads((out / names[1] / "analysis.json").read_text())
     assert analysis["settings"] == {"beam_sizes": [4], "exact_sentences": 2, "state_budget": 30}
     assert analysis["analysis"]["exact"]["sentences"] == 2
+    assert analysis["analysis"]["references"] == 8
+    evaluation = json.loads((out / names[1] / "evaluation.json").read_text())
+    assert evaluation["bleu_signature"].startswith("nrefs:8|")
+    corpora = json.loads((out / "synthetic" / "corpora.json").read_text())
+    assert 0 <= corpora["temperatures"]["1.0"]["sample_bleu"] <= 100
     assert reproduce("synthetic", out, overrides=TINY) == []
+
+    # A run scored against one reference, as the plan did before: evaluated and analysed again.
+    evaluation_file = out / names[1] / "evaluation.json"
+    evaluation_file.write_text(
+        json.dumps(
+            {
+                **evaluation,
+                "bleu_signature": evaluation["bleu_signature"].replace("nrefs:8", "nrefs:1"),
+            }
+        )
+    )
+    del analysis["analysis"]["references"]
+    (out / names[1] / "analysis.json").write_text(json.dumps(analysis))
+    assert reproduce("synthetic", out, overrides=TINY) == [
+        f"evaluated {names[1]}",
+        f"analysed {names[1]}",
+    ]
+    assert json.loads(evaluation_file.read_text())["bleu_signature"].startswith("nrefs:8|")
 
     references.unlink()  # the corpora are not committed: a fresh clone has none
     (out / names[1] / "analysis.json").unlink()
@@ -118,6 +145,9 @@ def test_the_plan_samples_trains_analyses_skips_and_samples_again_what_is_gone(t
     beam4 = json.loads((out / names[0] / "evaluation.json").read_text())["beam4"]["bleu"]
     section = page[page.index("## Stahlberg & Kumar (2022), §5") :]
     assert f"| softmax | {beam4:.1f} | not run yet |" in section
+    assert "against 8 sampled references of each test source" in section
+    sample = corpora["temperatures"]["0.1"]["sample_bleu"]
+    assert f"| an IBM-3 sample | {sample:.1f} | not run yet |" in section
     assert "| 1 | " in section.split("### Fig. 8")[0]  # the corpora table's γ = 1 row
 
 
@@ -140,7 +170,7 @@ def fake_analysis(beam_bleu: float, exact_bleu: float, incomplete: float) -> dic
     )
     forced = ForcedStatistics(0.05, 0.6, 8000.0, [0.5], [0.45], [10])
     result = ModelAnalysis(
-        1000, "head", curve, exact, 0.0, ScoreSummary(-6.5, 0.5, 2, 1), forced, 9.0
+        1000, "head", curve, exact, 0.0, ScoreSummary(-6.5, 0.5, 2, 1), forced, 9.0, 8
     )
     return {
         "settings": {"beam_sizes": [4], "exact_sentences": 50, "state_budget": 10**6},
@@ -171,7 +201,7 @@ def write_synthetic_outputs(out, exact_fall: dict[str, float]) -> None:
         exact = 38 - exact_fall[head] * run.temperature + (0.5 if run.seed == 2 else 0.0)
         write_synthetic_run(out, run, beam, exact)
     statistics = {"mean_length": 7.5, "types": 900}
-    entropies = {"t_entropy": 1.0, "n_entropy": 0.5, "d_entropy": 2.0}
+    entropies = {"t_entropy": 1.0, "n_entropy": 0.5, "d_entropy": 2.0, "sample_bleu": 31.25}
     record = {
         "settings": synthetic.corpora_settings(SYNTHETIC_TEMPERATURES),
         "estimation_seconds": 42.0,
@@ -195,6 +225,9 @@ def test_the_section_lays_out_figs_8_and_9_and_table_7_and_judges_the_claims(tmp
     section = page[page.index("## Stahlberg & Kumar (2022), §5") :]
     assert "tfscones reproduce synthetic --out" in section and "--data" not in section
     assert "| 0.5 | 7.50 | 900 | 1.000 | 0.500 | 2.000 |" in section
+    assert "the test sources 8 targets each" in section
+    assert "BLEU (sacrebleu) against 8 sampled references of each test source." in section
+    assert "| an IBM-3 sample | 31.2 | 31.2 | 31.2 | 31.2 | 31.2 | 31.2 |" in section
     # Fig. 8 at γ = 0.5: 30 and 30.5 for the two seeds.
     assert "| softmax | 38.0 | 36.0 | 34.0 | 30.2 | 26.0 | 20.0 |" in section
     # Fig. 9: SCONES α=0.2 exact 38 - 4γ minus softmax beam-4 40 - 20γ (seed means at 0.5).

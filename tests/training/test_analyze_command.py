@@ -69,15 +69,41 @@ def test_analyze_writes_a_consistent_report(tiny_run, tmp_path):
         assert (out / f"{plot}.png").stat().st_size > 0
     assert (out / "exact_vs_empty.png").exists() and (out / "exact_states.png").exists()
 
+    assert report["references"] == 1
+
     beam_4_only = tmp_path / "beam-4-only"
+    reversed_references = write_reversed(corpus / "test.en", tmp_path / "reversed.en")
     analyze.main(
-        ["--runs", str(tiny_run), "--source", str(corpus / "test.de")]
-        + ["--reference", str(corpus / "test.en"), "--limit", "3", "--exact-sentences", "0"]
-        + ["--beams", "4", "--out", str(beam_4_only)]
+        ["--runs", str(tiny_run), "--source", str(corpus / "test.de"), "--reference"]
+        + [str(corpus / "test.en"), str(reversed_references), "--limit", "3"]
+        + ["--exact-sentences", "0", "--beams", "4", "--out", str(beam_4_only)]
     )
     summary = (beam_4_only / "report.md").read_text(encoding="utf-8").split("## BLEU")[0]
     assert "| run | - |" in summary  # No greedy BLEU without beam 1.
-    assert json.loads((beam_4_only / "report.json").read_text())["run"]["exact"] is None
+    two_references = json.loads((beam_4_only / "report.json").read_text())["run"]
+    assert two_references["exact"] is None and two_references["references"] == 2
+    streams = [references[:3], reversed_references.read_text(encoding="utf-8").splitlines()[:3]]
+    expected = corpus_bleu(beam4, streams).score
+    assert two_references["beam_curve"][0]["bleu"] == pytest.approx(expected)
+
+
+def write_reversed(path, out):
+    """A second reference file: each line's words in reverse order."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out.write_text("".join(" ".join(line.split()[::-1]) + "\n" for line in lines), "utf-8")
+    return out
+
+
+def test_a_reference_file_of_another_length_stops_analyze_before_any_model_loads(tmp_path):
+    source, short = tmp_path / "test.de", tmp_path / "short.en"
+    source.write_text("a\nb\n", encoding="utf-8")
+    short.write_text("a\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"analyze: error: .*short.en.*1"):
+        analyze.main(
+            ["--runs", str(tmp_path / "no-run"), "--source", str(source)]
+            + ["--reference", str(source), str(short), "--out", str(tmp_path / "out")]
+        )
+    assert not (tmp_path / "out").exists()
 
 
 def test_analyze_names_a_bad_test_set(tmp_path, capsys):

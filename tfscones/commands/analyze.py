@@ -38,7 +38,13 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, nargs="+", required=True, help="run folders")
     parser.add_argument("--source", type=Path, required=True, help="test sources, one a line")
-    parser.add_argument("--reference", type=Path, required=True, help="their references")
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="their references; several files make a multi-reference test set",
+    )
     parser.add_argument("--limit", type=positive_int, help="analyse only the first N sentences")
     parser.add_argument(
         "--exact-sentences",
@@ -59,21 +65,35 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     try:
         check_folder(arguments.out, f"--out {arguments.out}")
         distinct_names(arguments.runs)
-        sources, references = read_sentence_pairs(arguments.source, arguments.reference)
-        analyses = analyze_runs(arguments, sources, references)
+        sources, streams = read_references(arguments.source, arguments.reference)
+        analyses = analyze_runs(arguments, sources, streams)
     except (OSError, ValueError) as error:
         sys.exit(f"analyze: error: {error}")
     write_report(analyses, arguments.source, arguments.out, time.perf_counter() - started)
 
 
-def analyze_runs(arguments, sources: list[str], references: list[str]) -> dict:
+def read_references(source: Path, references: list[Path]) -> tuple[list[str], list[list[str]]]:
+    """The sources and one reference stream a file, each file checked against the sources.
+
+    Raises:
+        tfscones.data.ParallelTextError: Naming a file whose line count differs, or a bad line.
+    """
+    streams = []
+    for reference in references:
+        sources, stream = read_sentence_pairs(source, reference)
+        streams.append(stream)
+    return sources, streams
+
+
+def analyze_runs(arguments, sources: list[str], streams: list[list[str]]) -> dict:
     """`runner.analyze` of the runs the arguments name, saying when each is done."""
     if arguments.limit:
-        sources, references = sources[: arguments.limit], references[: arguments.limit]
+        sources = sources[: arguments.limit]
+        streams = [stream[: arguments.limit] for stream in streams]
     return runner.analyze(
         arguments.runs,
         sources,
-        references,
+        streams,
         on_analysed=lambda name, analysis: print(
             f"{name}: analysed in {analysis.seconds:.0f} s", flush=True
         ),

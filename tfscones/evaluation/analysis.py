@@ -33,7 +33,7 @@ from tfscones.decoding.search import Search
 from tfscones.decoding.translate import source_ids_for_model, translate_nbest
 from tfscones.evaluation import model_errors
 from tfscones.evaluation.calibration import DEFAULT_NUM_BINS, force_decode
-from tfscones.evaluation.metrics import corpus_bleu
+from tfscones.evaluation.metrics import corpus_bleu, reference_streams
 from tfscones.ranges import AT_LEAST_ONE
 
 DEFAULT_BEAM_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -147,6 +147,8 @@ class ModelAnalysis:
         empty_scores: Log-score summary of the empty translations of every sentence.
         forced: Force-decoded statistics.
         seconds: Wall-clock time of the whole analysis.
+        references: The reference streams BLEU and length ratios were computed against
+            (force decoding reads the first).
     """
 
     sentences: int
@@ -157,6 +159,7 @@ class ModelAnalysis:
     empty_scores: model_errors.ScoreSummary
     forced: ForcedStatistics
     seconds: float
+    references: int = 1
 
     @classmethod
     def from_dict(cls, values: dict) -> ModelAnalysis:
@@ -181,7 +184,7 @@ def analyze_model(
     model: Any,
     tokenizer: Any,
     sources: Sequence[str],
-    references: Sequence[str],
+    references: Sequence[str] | Sequence[Sequence[str]],
     beam_sizes: Sequence[int] = DEFAULT_BEAM_SIZES,
     exact_sentences: int | None = None,
     state_budget: int = DEFAULT_STATE_BUDGET,
@@ -198,7 +201,9 @@ def analyze_model(
         model: The model.
         tokenizer: A `tfscones.data.Tokenizer` of its vocabulary.
         sources: Source sentences.
-        references: One reference translation per source.
+        references: One reference translation per source, or several such streams (a
+            multi-reference test set: BLEU and length ratios use them all, force decoding the
+            first).
         beam_sizes: Beam sizes of the curve; 4 is always added (the reference beam).
         exact_sentences: Exact search on this many of the first sentences (None: all; 0: none).
         state_budget: Exact search's per-sentence state budget.
@@ -207,14 +212,12 @@ def analyze_model(
         The `ModelAnalysis`.
 
     Raises:
-        ValueError: If there are no sentences, sources and references differ in number, or a
-            beam size is not positive.
+        ValueError: If there are no sentences, a reference stream and the sources differ in
+            length, or a beam size is not positive.
     """
-    if not sources or len(sources) != len(references):
-        raise ValueError(
-            f"need as many references as sources, and some: got {len(sources)} sources "
-            f"and {len(references)} references."
-        )
+    if not sources:
+        raise ValueError("no sentences to analyse.")
+    streams = reference_streams(sources, references)
     for size in beam_sizes:
         AT_LEAST_ONE.check("beam_sizes", size)
     started = time.perf_counter()
@@ -230,18 +233,25 @@ def analyze_model(
     exact = None
     if count:
         exact = _exact_statistics(
-            model, tokenizer, sources[:count], references[:count], beams, empty, state_budget
+            model,
+            tokenizer,
+            sources[:count],
+            [stream[:count] for stream in streams],
+            beams,
+            empty,
+            state_budget,
         )
     best_known = _best_known_scores(beams, exact)
     return ModelAnalysis(
         sentences=len(sources),
         head=repr(model.head),
-        beam_curve=[_beam_point(size, beams[size], references, best_known) for size in beams],
+        beam_curve=[_beam_point(size, beams[size], streams, best_known) for size in beams],
         exact=exact,
         empty_string_rate=model_errors.empty_string_rate(empty, beams[REFERENCE_BEAM].scores),
         empty_scores=model_errors.score_summary(empty),
-        forced=_forced_statistics(model, tokenizer, sources, references),
+        forced=_forced_statistics(model, tokenizer, sources, streams[0]),
         seconds=time.perf_counter() - started,
+        references=len(streams),
     )
 
 

@@ -20,10 +20,14 @@ from tfscones.ranges import AT_LEAST_ONE
 BLEU_TOKENIZER = "13a"
 
 
-def _reference_streams(
+def reference_streams(
     hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str | None]]
 ) -> list[list[str | None]]:
     """References as a list of streams, each as long as `hypotheses`.
+
+    Example:
+    >>> reference_streams(["a b"], ["a b c"])
+    [['a b c']]
 
     Raises:
         ValueError: If there are no hypotheses, or a stream's length differs from theirs.
@@ -78,7 +82,7 @@ def corpus_bleu(
         ValueError: If there are no hypotheses or the streams' lengths differ.
         TypeError: If an element is not a string.
     """
-    streams = _reference_streams(hypotheses, references)
+    streams = reference_streams(hypotheses, references)
     return _bleu(lowercase).corpus_score(list(hypotheses), streams)
 
 
@@ -102,7 +106,7 @@ def sentence_bleu(
         TypeError: If `hypothesis` or a reference is not a string.
     """
     references = [references] if isinstance(references, str) else list(references)
-    _reference_streams([hypothesis], [[reference] for reference in references])
+    reference_streams([hypothesis], [[reference] for reference in references])
     return _bleu(lowercase, sentence_level=True).sentence_score(hypothesis, references)
 
 
@@ -125,7 +129,7 @@ def corpus_chrf(
         ValueError: If there are no hypotheses or the streams' lengths differ.
         TypeError: If an element is not a string.
     """
-    streams = _reference_streams(hypotheses, references)
+    streams = reference_streams(hypotheses, references)
     return CHRF(word_order=word_order).corpus_score(list(hypotheses), streams)
 
 
@@ -136,7 +140,7 @@ def sentence_chrf(hypothesis: str, references: str | Sequence[str]) -> float:
         TypeError: If `hypothesis` or a reference is not a string.
     """
     references = [references] if isinstance(references, str) else list(references)
-    _reference_streams([hypothesis], [[reference] for reference in references])
+    reference_streams([hypothesis], [[reference] for reference in references])
     return CHRF().sentence_score(hypothesis, references).score
 
 

@@ -35,6 +35,7 @@ import functools
 import itertools
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
@@ -76,6 +77,7 @@ from tfscones.reproduction.records import (
     read_moe_comparison,
     read_run,
 )
+from tfscones.reproduction.run_outputs import EVALUATION_SIGNATURE, read_json
 from tfscones.run_folder import RunFolder
 from tfscones.training import runner
 from tfscones.training.config import ExperimentConfig, data_path, load_config
@@ -219,11 +221,7 @@ class _Step:
 def _steps() -> list[_Step]:
     return [
         _Step("trained", lambda run, out, s: RunFolder(out / run.name).results.is_file(), _train),
-        _Step(
-            "evaluated",
-            lambda run, out, s: RunFolder(out / run.name).evaluation.is_file(),
-            _evaluate,
-        ),
+        _Step("evaluated", _is_evaluated, _evaluate),
         _Step("analysed", _is_analysed, _analyse),
     ]
 
@@ -232,8 +230,9 @@ def _train(config: ExperimentConfig, settings, progress) -> None:
     runner.train(config, progress)
 
 
-def _test_set(config: ExperimentConfig) -> tuple[list[str], list[str]]:
-    return runner.sentence_pairs(config, "test", config.data.test_sentences)
+def _test_set(config: ExperimentConfig) -> tuple[list[str], list[list[str]]]:
+    """The test sources and their reference streams (several: the synthetic plan's)."""
+    return runner.scored_test_set(config, config.data.test_sentences)
 
 
 def _evaluate(config: ExperimentConfig, settings, progress) -> None:
@@ -248,19 +247,36 @@ def _evaluate(config: ExperimentConfig, settings, progress) -> None:
 
 
 def _evaluation(config: ExperimentConfig) -> dict:
-    sources, references = _test_set(config)
-    evaluation = {"sentences": len(sources), "bleu_signature": metrics.bleu_signature()}
+    sources, streams = _test_set(config)
+    evaluation = {
+        "sentences": len(sources),
+        "bleu_signature": metrics.bleu_signature(len(streams)),
+    }
     for name, search in (("greedy", Search()), ("beam4", Search("beam", beam_size=4))):
-        scores = runner.evaluate(config.run_dir, sources, references, search)
+        scores = runner.evaluate(config.run_dir, sources, streams, search)
         evaluation[name] = {"bleu": scores["bleu"], "chrf": scores["chrf"]}
     return evaluation
 
 
+def _is_evaluated(run: PlannedRun, out_dir: Path, settings: AnalysisSettings) -> bool:
+    """Whether the run's evaluation exists and counted the references its test set has now."""
+    evaluation = read_json(RunFolder(out_dir / run.name).evaluation, EVALUATION_SIGNATURE)
+    if evaluation is None:
+        return False
+    counted = re.search(r"nrefs:(\d+)", evaluation.get("bleu_signature", "nrefs:1"))
+    return counted is None or int(counted.group(1)) == run.test_references
+
+
 def _is_analysed(run: PlannedRun, out_dir: Path, settings: AnalysisSettings) -> bool:
+    """Whether the run's analysis exists, with these settings and its test set's references."""
     if not run.analysed:
         return True
     analysis = read_analysis(RunFolder(out_dir / run.name).analysis)
-    return analysis is not None and analysis["settings"] == settings.as_dict()
+    return (
+        analysis is not None
+        and analysis["settings"] == settings.as_dict()
+        and analysis["analysis"].get("references", 1) == run.test_references
+    )
 
 
 def _analyse(config: ExperimentConfig, settings: AnalysisSettings, progress) -> None:
@@ -270,13 +286,13 @@ def _analyse(config: ExperimentConfig, settings: AnalysisSettings, progress) -> 
 
 
 def _analysis(config: ExperimentConfig, settings: AnalysisSettings) -> dict:
-    sources, references = _test_set(config)
+    sources, streams = _test_set(config)
     model, tokenizer = load_run(config.run_dir)
     analysis = analyze_model(
         model,
         tokenizer,
         sources,
-        references,
+        streams,
         beam_sizes=settings.beam_sizes,
         exact_sentences=settings.exact_sentences,
         state_budget=settings.state_budget,

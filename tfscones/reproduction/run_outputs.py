@@ -202,12 +202,22 @@ def dataclass_shape(cls: type) -> Object:
 
     `int` is a whole number, `float` any JSON number (NaN and infinities too: an analysis
     records them where a mean has nothing to average), `str` a string, `list[T]`, `T | None`
-    and nested dataclasses as their parts.
+    and nested dataclasses as their parts. A field with a default may be missing (a file
+    written before the field was added).
     """
     hints = typing.get_type_hints(cls)
+    fields = {field.name: _hint_shape(hints[field.name]) for field in dataclasses.fields(cls)}
+    defaulted = {field.name for field in dataclasses.fields(cls) if _has_default(field)}
     return Object(
-        {field.name: _hint_shape(hints[field.name]) for field in dataclasses.fields(cls)},
+        required={name: shape for name, shape in fields.items() if name not in defaulted},
+        optional={name: shape for name, shape in fields.items() if name in defaulted},
         closed=True,
+    )
+
+
+def _has_default(field: dataclasses.Field) -> bool:
+    return (
+        field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
     )
 
 
@@ -363,6 +373,8 @@ RESULTS = Object(
 
 _SCORES = Object({"bleu": FINITE, "chrf": FINITE})
 BLEU_EVALUATION = Object({"greedy": _SCORES, "beam4": _SCORES})
+EVALUATION_SIGNATURE = Object(optional={"bleu_signature": Text()})
+"""`evaluation.json` as the plan's steps read it: its BLEU signature, naming the references."""
 """`evaluation.json` of a translation run: greedy and beam-4 test BLEU and chrF."""
 
 _RATES = Object(
@@ -441,7 +453,8 @@ SYNTHETIC_CORPORA = Object(
                     "t_entropy": RATE,
                     "n_entropy": RATE,
                     "d_entropy": RATE,
-                }
+                },
+                optional={"sample_bleu": RATE},
             )
         ),
     }

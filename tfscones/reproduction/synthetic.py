@@ -5,15 +5,16 @@ targets for the German sources at temperatures γ. The plan does the same on the
 German-English corpus (`CORPUS`): German to English as in the paper, small enough that a tiny
 Transformer learns it in minutes on one core, and shipped with the package, so the plan needs
 no data folder. Its training pairs estimate the model (`tfscones.synthetic.estimate_ibm3`); its
-train, dev and test sources each get one target sampled at every γ of `SYNTHETIC_TEMPERATURES`,
-and the test samples are the references.
+train and dev sources each get one target sampled at every γ of `SYNTHETIC_TEMPERATURES`, its
+test sources `SYNTHETIC_REFERENCES` samples, the references.
 
     prepare_corpora(out_dir)  # OUT/synthetic/: ibm3/, gamma-<γ>/{train,dev,test}.{src,tgt}
 
 `OUT/synthetic/corpora.json` is written last, with the settings and, per γ, the sampled
-training targets' length and types and the tempered tables' entropies: the corpora are
-sampled again only when it is missing, its settings differ, or a corpus file is gone (the
-corpora are not committed; sampled again with the same seed, they are the same).
+training targets' length and types, the tempered tables' entropies and `sample_bleu`: the BLEU
+of one further sample of each test source against the references, what IBM-3 itself scores.
+The corpora are sampled again only when it is missing, its settings differ, or a corpus file
+is gone (the corpora are not committed; sampled again with the same seed, they are the same).
 """
 
 from __future__ import annotations
@@ -25,9 +26,20 @@ from pathlib import Path
 
 from tfscones import synthetic as ibm3
 from tfscones.data import read_sentence_pairs
-from tfscones.reproduction.plans import SYNTHETIC_FOLDER, SYNTHETIC_TEMPERATURES
+from tfscones.evaluation.metrics import corpus_bleu
+from tfscones.reproduction.plans import (
+    SYNTHETIC_FOLDER,
+    SYNTHETIC_REFERENCES,
+    SYNTHETIC_TEMPERATURES,
+)
 from tfscones.reproduction.run_outputs import SYNTHETIC_CORPORA, read_json
-from tfscones.synthetic.corpora import corpus_files, corpus_statistics, write_corpus
+from tfscones.synthetic.corpora import (
+    SPLIT_SEEDS,
+    corpus_files,
+    corpus_statistics,
+    reference_files,
+    write_corpus,
+)
 from tfscones.training.config import data_path
 from tfscones.written_aside import write_text_aside
 
@@ -55,6 +67,7 @@ def corpora_settings(temperatures: Sequence[float]) -> dict:
         "temperatures": [float(gamma) for gamma in temperatures],
         "seed": CORPUS_SEED,
         "em_iterations": EM_ITERATIONS,
+        "test_references": SYNTHETIC_REFERENCES,
     }
 
 
@@ -70,11 +83,17 @@ def read_corpora(out_dir: Path) -> dict | None:
 def corpora_ready(out_dir: Path, temperatures: Sequence[float]) -> bool:
     """Whether the corpora of these settings are all there."""
     record = read_corpora(out_dir)
+    folder = corpora_dir(out_dir)
     files = [
         path
         for gamma in temperatures
         for split in CORPUS
-        for path in corpus_files(corpora_dir(out_dir), gamma, split)
+        for path in corpus_files(folder, gamma, split)
+    ]
+    files += [
+        path
+        for gamma in temperatures
+        for path in reference_files(folder, gamma, SYNTHETIC_REFERENCES)
     ]
     return (
         record is not None
@@ -110,10 +129,11 @@ def prepare_corpora(
         splits[split] = read_sentence_pairs(*map(data_path, CORPUS[split]))[0]
     statistics = {}
     for gamma in temperatures:
-        sampled = write_corpus(parameters, splits, gamma, folder, CORPUS_SEED)
+        sampled = write_corpus(parameters, splits, gamma, folder, CORPUS_SEED, SYNTHETIC_REFERENCES)
         statistics[str(float(gamma))] = {
             **corpus_statistics(sampled["train"]),
             **{name: parameters.summary(gamma)[name] for name in ENTROPIES},
+            "sample_bleu": _sample_bleu(parameters, splits["test"], gamma, sampled),
         }
     record = {
         "settings": corpora_settings(temperatures),
@@ -124,3 +144,12 @@ def prepare_corpora(
     }
     write_text_aside(folder / CORPORA_FILE, json.dumps(record, indent=1) + "\n")
     return [f"sampled synthetic corpora γ={', '.join(f'{g:g}' for g in temperatures)}"]
+
+
+def _sample_bleu(parameters, sources: list[str], gamma: float, sampled: dict) -> float:
+    """BLEU of one further IBM-3 sample of each test source against the sampled references."""
+    seed = (CORPUS_SEED, SPLIT_SEEDS["test"], SYNTHETIC_REFERENCES + 1)
+    sample = ibm3.synthesize(parameters, sources, gamma, seed)
+    streams = [sampled["test"]]
+    streams += [sampled[f"test.{number}"] for number in range(2, SYNTHETIC_REFERENCES + 1)]
+    return corpus_bleu(sample, streams).score

@@ -1,7 +1,8 @@
 """The synthetic section of the results page: Stahlberg & Kumar (2022), §5, Figs. 8-9, Table 7.
 
 The corpora each temperature γ gave (`synthetic/corpora.json`); beam-4 test BLEU against γ for
-every head (Fig. 8); exact-search BLEU minus the softmax model's beam-4 BLEU on the same
+every head (Fig. 8), beside what one more IBM-3 sample of each test source scores against the
+same references; exact-search BLEU minus the softmax model's beam-4 BLEU on the same
 sentences at the same γ (Fig. 9); the fraction of sentences whose exact search reached the
 state budget beside the paper's Table 7, and how often exact search returned the empty
 translation. Each figure is the mean over the seeds a run has (two at γ =
@@ -64,7 +65,8 @@ def synthetic_section(
         *_corpora_lines(results_dir),
         "### Fig. 8: beam-4 BLEU against γ",
         "",
-        *_table(beam4, "beam-4 test BLEU (mean of seeds)"),
+        *_references_note(records),
+        *_table(beam4, "beam-4 test BLEU (mean of seeds)", _sample_row(results_dir)),
         *_plot(figures / "synthetic_beam4.png", beam4, "beam-4 test BLEU", "Fig. 8"),
         "### Fig. 9: exact search, BLEU relative to softmax beam-4",
         "",
@@ -91,12 +93,15 @@ def _corpora_lines(results_dir: Path) -> list[str]:
         return ["The corpora have not been sampled yet.", ""]
     model = record["model"]
     original = record["original_targets"]
+    references = record["settings"].get("test_references", 1)
+    test_samples = "one target" if references == 1 else f"{references} targets each"
     lines = [
         f"IBM-3 estimated on the bundled Tatoeba training pairs (`{CORPUS['train'][0]}`, "
         f"`{CORPUS['train'][1]}`) in {record['estimation_seconds']:.0f} s: source vocabulary "
         f"{model['source_vocabulary']:,}, target vocabulary {model['target_vocabulary']:,}, "
-        f"{model['t_entries']:,} t entries, p1 = {model['p1']:.3f}. The training, dev and test "
-        "sources each got one target sampled at every γ; the test samples are the references. "
+        f"{model['t_entries']:,} t entries, p1 = {model['p1']:.3f}. The training and dev "
+        f"sources each got one target sampled at every γ, the test sources {test_samples}; "
+        "the test samples are the references. "
         "Length (whitespace words) and types are the training targets'; entropies (bits) the "
         "mean over rows of the tempered t, n and d tables (eq. 10).",
         "",
@@ -170,10 +175,41 @@ def _relative_exact_bleu(records: list[RunRecord]) -> dict[str, dict[float, floa
     }
 
 
-def _table(values: dict[str, dict[float, float | None]], what: str) -> list[str]:
+def _references_note(records: list[RunRecord]) -> list[str]:
+    """How many references each test source's BLEU counted, as the analyses record it."""
+    counts = sorted({r.analysis.references for r in records if r.analysis is not None})
+    if not counts:
+        return []
+    plural = "reference" if counts == [1] else "references"
+    return [
+        f"BLEU (sacrebleu) against {' or '.join(map(str, counts))} sampled {plural} of each "
+        "test source.",
+        "",
+    ]
+
+
+def _sample_row(results_dir: Path) -> dict[str, dict[float, float | None]]:
+    """What one more IBM-3 sample of each test source scores against the references."""
+    record = read_corpora(results_dir)
+    temperatures = record["temperatures"] if record else {}
+    if not any("sample_bleu" in row for row in temperatures.values()):
+        return {}
+    return {
+        "an IBM-3 sample": {
+            gamma: temperatures.get(str(float(gamma)), {}).get("sample_bleu")
+            for gamma in SYNTHETIC_TEMPERATURES
+        }
+    }
+
+
+def _table(
+    values: dict[str, dict[float, float | None]],
+    what: str,
+    extra_rows: dict[str, dict[float, float | None]] | None = None,
+) -> list[str]:
     header = " | ".join(f"γ={gamma:g}" for gamma in SYNTHETIC_TEMPERATURES)
     lines = [f"| {what} | {header} |", "|---|" + "---:|" * len(SYNTHETIC_TEMPERATURES)]
-    for head, by_gamma in values.items():
+    for head, by_gamma in {**values, **(extra_rows or {})}.items():
         cells = " | ".join(_cell(by_gamma[gamma]) for gamma in SYNTHETIC_TEMPERATURES)
         lines.append(f"| {head} | {cells} |")
     return lines + [""]

@@ -147,6 +147,12 @@ class DataConfig:
     file of each of `languages` (`sigmorphon/{language}_train.tsv`), and a file without it is
     of the language its name begins with (`fre_train.tsv`).
 
+    `test_references: [refs2.en, refs3.en]` makes a `text` test set multi-reference: further
+    translations of `test_source`, one file a reference, each aligned line by line with it, so
+    that test BLEU and chrF score against `test_target` and these together (sacrebleu's
+    reference streams). Such a test set is read strictly (a bad line is an error whatever
+    `on_bad_line` says): a pair skipped in one file would misalign the others.
+
     `vocabulary: sentencepiece` trains a joint SentencePiece model of `vocabulary_size` pieces;
     `vocabulary: symbols` makes a vocabulary of the training set's symbols
     (`tfscones.data.symbol_vocab`): source characters after `normalization` (NFC, NFD, NFKC,
@@ -161,6 +167,7 @@ class DataConfig:
     dev_target: str | None = None
     test_source: str | None = None
     test_target: str | None = None
+    test_references: list | None = None
     train_tsv: str | list | None = None
     dev_tsv: str | list | None = None
     test_tsv: str | list | None = None
@@ -535,6 +542,7 @@ def check_values(config: ExperimentConfig) -> None:
             "data.tokens_per_batch",
         )
     _check_data_paths(config.data)
+    _check_test_references(config)
 
 
 DATA_PATH_KEYS = (
@@ -544,6 +552,7 @@ DATA_PATH_KEYS = (
     "dev_target",
     "test_source",
     "test_target",
+    "test_references",
     "train_tsv",
     "dev_tsv",
     "test_tsv",
@@ -576,6 +585,34 @@ def _check_data_paths(data: DataConfig) -> None:
                     "learns to copy its input; give the target side's file",
                     f"data.{target_key}",
                 )
+
+
+def _check_test_references(config: ExperimentConfig) -> None:
+    """Refuses further test references unless a list of files of a `text` test set's BLEU.
+
+    WER and PER compare one reference, so a task chosen by them takes none.
+    """
+    data = config.data
+    references = data.test_references
+    if references is None:
+        return
+    if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
+        raise ConfigError(
+            f"must be a list of file names (got {references!r}).", "data.test_references"
+        )
+    if data.source != "text" or not data.test_source:
+        raise ConfigError(
+            "needs a `source: text` test set (data.test_source and data.test_target) to add "
+            f"references to; this config has source {data.source!r}"
+            + ("" if data.test_source else " and no data.test_source"),
+            "data.test_references",
+        )
+    if config.training.selection_metric in ("wer", "per"):
+        raise ConfigError(
+            f"WER and PER compare one reference, but training.selection_metric is "
+            f"{config.training.selection_metric!r}; leave data.test_references out",
+            "data.test_references",
+        )
 
 
 def _paths(value) -> list[str]:

@@ -23,6 +23,7 @@ RESUMABLE_KEYS = frozenset(
         "data.dev_sentences",
         "data.test_source",
         "data.test_target",
+        "data.test_references",
         "data.test_split",
         "data.test_sentences",
         "training.steps",

@@ -70,9 +70,11 @@ from tfscones.training.schedules import make_schedule
 from tfscones.training.splits import (
     pairs_dataset,
     pronunciations,
+    scored_test_set,
     sentence_pairs,
     split_files,
     split_languages,
+    test_reference_files,
     text_files,
 )
 from tfscones.written_aside import check_folder, write_text_aside
@@ -309,6 +311,8 @@ def has_test_set(config: ExperimentConfig) -> bool:
 def _split_key(config: ExperimentConfig, split: str, path: Path) -> str:
     if config.data.source == "tsv":
         return f"data.{split}_tsv"
+    if path in test_reference_files(config):
+        return "data.test_references"
     sources = [Path(source) for source, _ in text_files(config, split)]
     return f"data.{split}_{'source' if path in sources else 'target'}"
 
@@ -593,36 +597,38 @@ def evaluate_test(config, run_dir, tokenizer, model) -> dict:
     best = RunFolder(run_dir).model
     if best.exists():
         model = load_model(best)
-    sources, references = sentence_pairs(config, "test", config.data.test_sentences)
+    sources, streams = scored_test_set(config, config.data.test_sentences)
     hypotheses = decoding.translate(model, tokenizer, sources, long_sources="translate")
     write_text_aside(RunFolder(run_dir).test_hypotheses, "\n".join(hypotheses) + "\n")
     metric = selection_metric(config.training.selection_metric)
+    references = streams[0] if len(streams) == 1 else streams
     return metric.test_report(hypotheses, references, split_languages(config, sources))
 
 
-def evaluate(run_dir: str | Path, sources: list[str], references: list[str], search=None) -> dict:
+def evaluate(run_dir: str | Path, sources: list[str], references: list, search=None) -> dict:
     """BLEU and chrF of a run's best model on given sentences (greedy unless `search` says).
 
     Args:
         run_dir: A training run folder (its `model.keras` and `spm.model`).
         sources: Source sentences.
-        references: One reference translation per source.
+        references: One reference translation per source, or several such streams
+            (`metrics.corpus_bleu`).
         search: A `tfscones.decoding.Search` (None: greedy).
 
     Returns:
-        `bleu`, `chrf`, `bleu_signature` and the `hypotheses`.
+        `bleu`, `chrf`, `bleu_signature` (naming the number of references) and the
+        `hypotheses`.
 
     Raises:
         FileNotFoundError: If the folder or one of its files is missing.
-        ValueError: If the two lists differ in length.
+        ValueError: If a reference stream's length differs from the sources'.
     """
-    if len(sources) != len(references):
-        raise ValueError(f"{len(sources)} sources but {len(references)} references")
+    streams = metrics.reference_streams(sources, references)
     hypotheses = translate(run_dir, sources, search)
     return {
-        "bleu": metrics.corpus_bleu(hypotheses, references).score,
-        "chrf": metrics.corpus_chrf(hypotheses, references).score,
-        "bleu_signature": metrics.bleu_signature(),
+        "bleu": metrics.corpus_bleu(hypotheses, streams).score,
+        "chrf": metrics.corpus_chrf(hypotheses, streams).score,
+        "bleu_signature": metrics.bleu_signature(len(streams)),
         "hypotheses": hypotheses,
     }
 
@@ -674,7 +680,7 @@ def export(run_dir: str | Path, out: str | Path, settings: ExportSettings | None
 def analyze(
     run_dirs: list[str | Path],
     sources: list[str],
-    references: list[str],
+    references: list,
     on_analysed: Callable[[str, ModelAnalysis], None] | None = None,
     **analysis_arguments,
 ) -> dict[str, ModelAnalysis]:
@@ -683,7 +689,7 @@ def analyze(
     Args:
         run_dirs: Training run folders.
         sources: Source sentences.
-        references: One reference translation per source.
+        references: One reference translation per source, or several such streams.
         on_analysed: Called with each run's name and analysis as it is done (progress).
         **analysis_arguments: `beam_sizes`, `exact_sentences`, `state_budget`.
 

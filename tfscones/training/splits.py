@@ -14,7 +14,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from tfscones.data import load_tfds_pairs, read_parallel_text
+from tfscones.data import load_tfds_pairs, read_parallel_text, read_sentence_pairs
 from tfscones.data.pronunciation_tsv import (
     Pronunciations,
     language_of_file,
@@ -95,6 +95,38 @@ def sentence_pairs(config: ExperimentConfig, split: str, limit: int | None = Non
     return sources, targets
 
 
+def scored_test_set(config: ExperimentConfig, limit: int | None = None):
+    """The test sources and their reference streams, as lists of Python strings.
+
+    Example:
+    ```python
+    sources, streams = scored_test_set(config)
+    metrics.corpus_bleu(hypotheses, streams)  # Against every reference at once.
+    ```
+
+    Args:
+        config: The experiment; `data.test_references` may name further references.
+        limit: The first this many sentences only (None: all).
+
+    Returns:
+        `(sources, streams)`: `streams[0]` holds the test targets, then one stream a file of
+        `data.test_references`, each as long as `sources`.
+
+    Raises:
+        tfscones.data.ParallelTextError: If a reference file's line count differs from the
+            source's, or one of its lines is bad (naming the file and line).
+    """
+    if not config.data.test_references:
+        sources, targets = sentence_pairs(config, "test", limit)
+        return sources, [targets]
+    source = data_path(config.data.test_source)
+    streams = []
+    for reference in (config.data.test_target, *config.data.test_references):
+        sources, targets = read_sentence_pairs(source, data_path(reference))
+        streams.append(targets[:limit])
+    return sources[:limit], streams
+
+
 def tsv_files(config: ExperimentConfig, split: str) -> list[tuple[Path, str | None]]:
     """The `(file, language)` pairs of a split of a `source: tsv` config.
 
@@ -159,5 +191,11 @@ def split_files(config: ExperimentConfig, split: str) -> list[Path]:
     if config.data.source == "tsv":
         return [path for path, _ in tsv_files(config, split)]
     if config.data.source == "text":
-        return [Path(path) for pair in text_files(config, split) for path in pair]
+        files = [Path(path) for pair in text_files(config, split) for path in pair]
+        return files + (test_reference_files(config) if split == "test" else [])
     return []
+
+
+def test_reference_files(config: ExperimentConfig) -> list[Path]:
+    """The files of `data.test_references`: the test set's further references."""
+    return [data_path(path) for path in config.data.test_references or []]

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from tfscones.commands.argument_types import non_negative_int, positive_int
-from tfscones.data import read_sentence_pairs
+from tfscones.data import read_reference_streams
 from tfscones.decoding import DEFAULT_STATE_BUDGET
 from tfscones.evaluation.analysis import DEFAULT_BEAM_SIZES
 from tfscones.evaluation.analysis_report import write_report
@@ -65,24 +65,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     try:
         check_folder(arguments.out, f"--out {arguments.out}")
         distinct_names(arguments.runs)
-        sources, streams = read_references(arguments.source, arguments.reference)
+        sources, streams = read_reference_streams(arguments.source, arguments.reference)
         analyses = analyze_runs(arguments, sources, streams)
     except (OSError, ValueError) as error:
         sys.exit(f"analyze: error: {error}")
     write_report(analyses, arguments.source, arguments.out, time.perf_counter() - started)
-
-
-def read_references(source: Path, references: list[Path]) -> tuple[list[str], list[list[str]]]:
-    """The sources and one reference stream a file, each file checked against the sources.
-
-    Raises:
-        tfscones.data.ParallelTextError: Naming a file whose line count differs, or a bad line.
-    """
-    streams = []
-    for reference in references:
-        sources, stream = read_sentence_pairs(source, reference)
-        streams.append(stream)
-    return sources, streams
 
 
 def analyze_runs(arguments, sources: list[str], streams: list[list[str]]) -> dict:

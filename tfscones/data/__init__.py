@@ -18,6 +18,7 @@ from tfscones.data.parallel_text import (
     ParallelText,
     ParallelTextError,
     read_parallel_text,
+    read_reference_streams,
     read_sentence_pairs,
 )
 from tfscones.data.preprocessing import append_eos, padding_mask, teacher_forcing_inputs
@@ -62,6 +63,7 @@ __all__ = [
     "read_parallel_text",
     "read_pronunciation_files",
     "read_pronunciations",
+    "read_reference_streams",
     "read_sentence_pairs",
     "teacher_forcing_inputs",
     "VocabularyError",

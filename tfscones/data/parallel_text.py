@@ -231,3 +231,21 @@ def _problem(line: bytes) -> str | None:
     if not text.strip():
         return "empty line" if not text else "whitespace-only line"
     return None
+
+
+def read_reference_streams(
+    source_file: str | os.PathLike, reference_files: list[str | os.PathLike]
+) -> tuple[list[str], list[list[str]]]:
+    """A multi-reference test set: its sources and one reference stream a file.
+
+    Each reference file is checked against the sources as `read_sentence_pairs` checks a pair.
+
+    Raises:
+        FileNotFoundError: If a file does not exist.
+        ParallelTextError: Naming a file whose line count differs, or a bad line.
+    """
+    sources, streams = [], []
+    for reference_file in reference_files:
+        sources, stream = read_sentence_pairs(source_file, reference_file)
+        streams.append(stream)
+    return sources, streams

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from tfscones.data import load_tfds_pairs, read_parallel_text, read_sentence_pairs
+from tfscones.data import load_tfds_pairs, read_parallel_text, read_reference_streams
 from tfscones.data.pronunciation_tsv import (
     Pronunciations,
     language_of_file,
@@ -116,15 +116,13 @@ def scored_test_set(config: ExperimentConfig, limit: int | None = None):
         tfscones.data.ParallelTextError: If a reference file's line count differs from the
             source's, or one of its lines is bad (naming the file and line).
     """
-    if not config.data.test_references:
+    data = config.data
+    if not data.test_references:
         sources, targets = sentence_pairs(config, "test", limit)
         return sources, [targets]
-    source = data_path(config.data.test_source)
-    streams = []
-    for reference in (config.data.test_target, *config.data.test_references):
-        sources, targets = read_sentence_pairs(source, data_path(reference))
-        streams.append(targets[:limit])
-    return sources[:limit], streams
+    references = [data_path(path) for path in (data.test_target, *data.test_references)]
+    sources, streams = read_reference_streams(data_path(data.test_source), references)
+    return sources[:limit], [stream[:limit] for stream in streams]
 
 
 def tsv_files(config: ExperimentConfig, split: str) -> list[tuple[Path, str | None]]:

@@ -115,3 +115,16 @@ def test_a_scones_report_leaves_out_the_entropy_it_does_not_define(symbols):
     report = confidence_quality(model, symbols, WORDS, references, passes=1)
     assert "mean_entropy" not in report["correlation"] and "normalised" in report["correlation"]
     assert 0 <= report["corruption_auroc"]["normalised"]["all"] <= 1
+
+
+def test_no_dropout_passes_leave_the_dropout_measures_out(symbols):
+    model = harness.tiny_model(symbols.vocab_size, "softmax", max_sequence_length=12, eos_bias=3.0)
+    measures = quality_measures(model, symbols, WORDS, SPOKEN, passes=0)
+    assert np.isnan(measures.dropout_mean).all() and np.isnan(measures.dropout_variance).all()
+    np.testing.assert_allclose(
+        measures.log_confidence, score_texts(model, symbols, WORDS, SPOKEN), rtol=1e-5
+    )
+    report = confidence_quality(model, symbols, WORDS, SPOKEN, passes=0)
+    assert set(report["correlation"]) == {"log_confidence", "normalised", "mean_entropy"}
+    with pytest.raises(ValueError, match="passes"):
+        quality_measures(model, symbols, WORDS, SPOKEN, passes=-1)

@@ -143,7 +143,7 @@ def test_the_plan_samples_trains_analyses_skips_and_samples_again_what_is_gone(t
 
     page = write_report(out, tmp_path / "results.md")
     beam4 = json.loads((out / names[0] / "evaluation.json").read_text())["beam4"]["bleu"]
-    section = page[page.index("## Stahlberg & Kumar (2022), §5") :]
+    section = synthetic_part(page)
     assert f"| softmax | {beam4:.1f} | not run yet |" in section
     assert "against 8 sampled references of each test source" in section
     sample = corpora["temperatures"]["0.1"]["sample_bleu"]
@@ -213,8 +213,14 @@ def write_synthetic_outputs(out, exact_fall: dict[str, float]) -> None:
     (out / "synthetic" / "corpora.json").write_text(json.dumps(record))
 
 
+def synthetic_part(page: str) -> str:
+    """The page's synthetic section, up to the next section."""
+    start = page.index("## Stahlberg & Kumar (2022), §5")
+    return page[start : page.index("\n## ", start + 1)]
+
+
 def claims(page: str) -> list[str]:
-    section = page[page.index("## Stahlberg & Kumar (2022), §5") :]
+    section = synthetic_part(page)
     return [line for line in section.splitlines() if line.startswith("- **")]
 
 
@@ -222,7 +228,7 @@ def test_the_section_lays_out_figs_8_and_9_and_table_7_and_judges_the_claims(tmp
     out = tmp_path / "reproduction"
     write_synthetic_outputs(out, {SOFTMAX: 20.0, LOW_ALPHA: 4.0, HIGH_ALPHA: 18.0})
     page = write_report(out, tmp_path / "results.md")
-    section = page[page.index("## Stahlberg & Kumar (2022), §5") :]
+    section = synthetic_part(page)
     assert "tfscones reproduce synthetic --out" in section and "--data" not in section
     assert "| 0.5 | 7.50 | 900 | 1.000 | 0.500 | 2.000 |" in section
     assert "the test sources 8 targets each" in section

@@ -21,7 +21,9 @@ def test_every_shipped_config_loads(path):
     assert config.name
     if "_scones_" in path.stem:
         assert config.model.head == "sigmoid"
-        assert config.loss.alpha == float(path.stem.split("_a")[-1])
+        assert config.loss.alpha == float(path.stem.split("_a")[-1].split("_")[0])
+    if path.stem.endswith("_dropout0.1"):
+        assert config.model.dropout == 0.1
 
 
 def test_shipped_configs_load_by_name_with_their_demo_corpus_inside_the_package():

@@ -4,7 +4,8 @@ Trains every run of the paper's plan for its fixed number of steps with its seed
 analyses it, and skips whatever an earlier call finished (a killed run resumes from its
 backup); `tfscones reproduce demo` measures the demo's BLEU at fixed step budgets;
 `tfscones reproduce g2p` is Peters & Martins 2021's Table 1 on SIGMORPHON 2020 G2P, and
-`tfscones reproduce synthetic` Stahlberg & Kumar 2022's synthetic language pairs (§5).
+`tfscones reproduce synthetic` Stahlberg & Kumar 2022's synthetic language pairs (§5), and
+`tfscones reproduce confidence` measures how well each head's confidence predicts quality.
 `tfscones.reproduction.plans` lists the runs; `tfscones report OUT` writes the results page
 from the folder. A damaged output already in the folder stops it before any step, in one line
 naming the file and the field (`reproduce error: ...`). `python -m training.reproduce` is the

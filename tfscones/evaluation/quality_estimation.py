@@ -11,7 +11,8 @@ Machine Translation"), for any head, from teacher forcing the model on given tra
   (`ScoreKind.normalised`), NaN for the SCONES heads;
 - `dropout_mean`, `dropout_variance`: the mean and the variance of the summed log scores over
   `passes` forward passes with dropout on (their D-TP and D-Var; Monte Carlo dropout, Gal &
-  Ghahramani 2016). The paper uses 30 passes (`DROPOUT_PASSES`).
+  Ghahramani 2016). The paper uses 30 passes (`DROPOUT_PASSES`); a model trained without
+  dropout has none to draw, and 0 passes leave the two measures NaN.
 
     measures = quality_measures(model, tokenizer, sources, translations, passes=30)
     correlation(measures.normalised, sentence_chrf)   # Pearson, Spearman, bootstrap intervals
@@ -38,7 +39,7 @@ from tfscones.decoding.scoring import (
     teacher_forced,
     tokenised_pairs,
 )
-from tfscones.ranges import AT_LEAST_ONE
+from tfscones.ranges import AT_LEAST_ONE, NON_NEGATIVE_INTEGER
 
 DROPOUT_PASSES = 30
 CONFIDENCE_LEVEL = 0.95
@@ -73,17 +74,17 @@ def quality_measures(
         tokenizer: The `tfscones.data.Tokenizer` of its vocabulary.
         sources: Source sentences.
         targets: One translation per source.
-        passes: Forward passes with dropout on (at least 1), each with the masks the model's
-            dropout layers draw next (seed them with `keras.utils.set_random_seed` before the
-            model is built).
+        passes: Forward passes with dropout on, each with the masks the model's dropout
+            layers draw next (seed them with `keras.utils.set_random_seed` before the model is
+            built); 0 leaves `dropout_mean` and `dropout_variance` NaN.
         batch_size: Pairs per model call.
 
     Raises:
         TypeError: If `sources` or `targets` is one string.
-        ValueError: If they differ in length, or `passes` or `batch_size` is not >= 1.
+        ValueError: If they differ in length, `passes` is negative or `batch_size` is not >= 1.
     """
     check_text_pairs(sources, targets)
-    AT_LEAST_ONE.check("passes", passes)
+    NON_NEGATIVE_INTEGER.check("passes", passes)
     AT_LEAST_ONE.check("batch_size", batch_size)
     if not sources:
         return QualityMeasures(*(np.zeros(0) for _ in dataclasses.fields(QualityMeasures)))
@@ -97,17 +98,9 @@ def quality_measures(
         return {"scores": forced.scores, "counts": counts, "entropy": entropy}
 
     deterministic = in_length_sorted_batches(measure, source_ids, target_ids, batch_size)
-    dropped = np.stack(
-        [
-            in_length_sorted_batches(
-                lambda s, t: {"scores": teacher_forced(model, s, t, training=True).scores},
-                source_ids,
-                target_ids,
-                batch_size,
-            )["scores"].numpy()
-            for _ in range(passes)
-        ]
-    ).astype(np.float64)
+    dropped = np.full((1, len(sources)), np.nan)
+    if passes:
+        dropped = _dropout_scores(model, source_ids, target_ids, passes, batch_size)
     scores = deterministic["scores"].numpy().astype(np.float64)
     measures = QualityMeasures(
         log_confidence=scores,
@@ -122,6 +115,21 @@ def quality_measures(
             for field in dataclasses.fields(measures)
         }
     )
+
+
+def _dropout_scores(model, source_ids, target_ids, passes: int, batch_size: int) -> np.ndarray:
+    """The summed log scores of each pair in each of `passes` passes with dropout on."""
+    return np.stack(
+        [
+            in_length_sorted_batches(
+                lambda s, t: {"scores": teacher_forced(model, s, t, training=True).scores},
+                source_ids,
+                target_ids,
+                batch_size,
+            )["scores"].numpy()
+            for _ in range(passes)
+        ]
+    ).astype(np.float64)
 
 
 def _token_entropies(model: Any, logits: tf.Tensor) -> tf.Tensor:

@@ -55,7 +55,8 @@ def confidence_quality(
         sources: The test sources.
         references: One reference each.
         multiref: Optionally, sources with as many references each (two, say).
-        passes: Monte Carlo dropout passes.
+        passes: Monte Carlo dropout passes (0 for a model trained without dropout: its two
+            dropout measures are left out).
         seed: Seeds the corruptions and the bootstrap.
     """
     translations = translate(model, tokenizer, sources)

@@ -25,6 +25,11 @@ the IBM-3 corpus sampled at each temperature γ (`tfscones.reproduction.syntheti
 into the reproduction folder), a second seed of each at γ = 0.5, and analyses every run with
 beam 4 and exact search (`Plan.analysis`).
 
+The confidence plan (`tfscones.reproduction.confidence`) measures how well each head's
+confidence predicts translation quality, on Multi30k with the scones and entmax plans' runs
+chosen on dev, and on the demo corpus with a model of each head trained 6,000 steps with
+dropout 0.1 (SCONES's α chosen on dev there too).
+
 The `demo` plan is no paper's: it trains the two configs of `tfscones demo` for fixed step
 budgets, so that the demo, bounded by minutes, can say what its step count should give.
 """
@@ -93,6 +98,19 @@ MOE_STEPS = 6000
 MOE_DROPOUTS = (0.0, 0.1)
 MOE_CONFIGS = {"softmax": "demo_softmax", f"hard-MoE K={MOE_EXPERTS}": f"demo_moe_k{MOE_EXPERTS}"}
 DEMO_STEPS = (1000, 2000, 3000)
+# The heads whose confidence the confidence plan measures, and its two test sets: Multi30k's
+# test_2016_flickr (English→German) and the demo corpus's test set (German→English, which the
+# bundled multi-reference dev set translates too).
+CONFIDENCE_HEADS = ("softmax", "SCONES", "entmax-1.5", "sparsemax")
+CONFIDENCE_TEST_SETS = ("multi30k", "demo")
+# The demo corpus's models of the confidence plan: the moe plan's 6,000 steps and the dropout its
+# dev chose for softmax there, as Monte Carlo dropout needs dropout to draw.
+CONFIDENCE_DEMO_CONFIGS = {
+    "softmax": ("demo_softmax_dropout0.1",),
+    "SCONES": tuple(f"demo_scones_a{alpha}_dropout0.1" for alpha in SCONES_ALPHAS),
+    "entmax-1.5": ("demo_entmax15_dropout0.1",),
+    "sparsemax": ("demo_sparsemax_dropout0.1",),
+}
 G2P_FOLDER = "sigmorphon2020-g2p"
 # Each loss of Peters & Martins 2021, Table 1, is trained with ε = 0 and with the grid below,
 # ε then chosen on dev (the paper chose 0.15 for cross-entropy and 0.04 for both entmax losses:
@@ -444,6 +462,34 @@ def g2p_seeds_of_best_recipes(out_dir: Path) -> tuple[PlannedRun, ...]:
     )
 
 
+def confidence_candidates(test_set: str) -> dict[str, tuple[PlannedRun, ...]]:
+    """Each head's runs of a confidence test set that dev chooses its measured model between.
+
+    Args:
+        test_set: `multi30k` (the scones and entmax plans' seed-1 candidates) or `demo`.
+    """
+    if test_set == "multi30k":
+        return {
+            "softmax": (SOFTMAX,),
+            "SCONES": tuple(scones_run(alpha) for alpha in SCONES_ALPHAS),
+            **{head: tuple(recipe_runs(head)) for head in SPARSE_CONFIGS},
+        }
+    return {
+        head: tuple(
+            PlannedRun(config, 1, head, steps=MOE_STEPS, corpus="demo", analysed=False)
+            for config in configs
+        )
+        for head, configs in CONFIDENCE_DEMO_CONFIGS.items()
+    }
+
+
+def confidence_models(out_dir: Path, test_set: str) -> dict[str, PlannedRun | None]:
+    """Each head's run chosen on dev for a confidence test set; None until it can be chosen."""
+    return {
+        head: chosen_on_dev(out_dir, runs) for head, runs in confidence_candidates(test_set).items()
+    }
+
+
 def moe_run(model: str, dropout: float) -> PlannedRun:
     """A model of the moe plan with dropout 0 (the demo's) or 0.1 (the config's `_dropout0.1` twin).
 
@@ -534,4 +580,16 @@ SYNTHETIC = Plan(
     ),
     analysis=AnalysisSettings(beam_sizes=(4,), exact_sentences=SYNTHETIC_EXACT_SENTENCES),
 )
-PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE, DEMO, G2P, SYNTHETIC)}
+CONFIDENCE = Plan(
+    name="confidence",
+    title="Confidence as a quality estimate: how well each head's own score predicts quality",
+    fixed_runs=tuple(
+        dict.fromkeys(
+            run
+            for test_set in CONFIDENCE_TEST_SETS
+            for runs in confidence_candidates(test_set).values()
+            for run in runs
+        )
+    ),
+)
+PLANS = {plan.name: plan for plan in (SCONES, ENTMAX, MOE, DEMO, G2P, SYNTHETIC, CONFIDENCE)}

@@ -22,6 +22,8 @@ from pathlib import Path
 from tfscones.evaluation import analysis_report
 from tfscones.evaluation.analysis_report import number, percent
 from tfscones.evaluation.selection import selection_metric
+from tfscones.reproduction.confidence import read_records as read_confidence_records
+from tfscones.reproduction.confidence_report import confidence_section
 from tfscones.reproduction.g2p import read_ensembles
 from tfscones.reproduction.g2p_report import g2p_section
 from tfscones.reproduction.plans import (
@@ -87,6 +89,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
     read_moe_comparison(results_dir)
     read_ensembles(results_dir)
     read_corpora(results_dir)
+    read_confidence_records(results_dir)
     figures = out.parent / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     folder = command_dir or str(results_dir)
@@ -101,6 +104,7 @@ def write_report(results_dir: str | Path, out: str | Path, command_dir: str | No
         *_demo_section(records["demo"], folder),
         *g2p_section(records["g2p"], results_dir, folder),
         *synthetic_section(records["synthetic"], results_dir, figures, folder),
+        *confidence_section(results_dir, folder),
         "## Targets",
         "",
         *targets_table(records, results_dir),

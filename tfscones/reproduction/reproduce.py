@@ -18,7 +18,8 @@ For every run of the plan (`tfscones.reproduction.plans`), in order, into `OUT/<
    runs are others (another step budget); the `demo` plan writes
    `OUT/demo/expected_bleu.json` (`tfscones.reproduction.demo_expectations`); the `g2p` plan
    scores its runs by beam-5 WER and PER with their hypotheses, and the ensembles of each
-   chosen recipe's seeds (`tfscones.reproduction.g2p`).
+   chosen recipe's seeds (`tfscones.reproduction.g2p`); the `confidence` plan measures each
+   head's confidence as a quality estimate (`tfscones.reproduction.confidence`).
 
 Each step writes its file only when it is complete, so a killed reproduction started again
 goes on where it stopped. Before the first step every output of the plan already in the folder
@@ -51,7 +52,7 @@ from tfscones.evaluation.diverse_translations import (
 )
 from tfscones.evaluation.expert_wins import expert_wins
 from tfscones.models import load_run
-from tfscones.reproduction import g2p, synthetic
+from tfscones.reproduction import confidence, g2p, synthetic
 from tfscones.reproduction.demo_expectations import (
     EXPECTATIONS_FILE,
     measured_points,
@@ -59,6 +60,7 @@ from tfscones.reproduction.demo_expectations import (
     write_expectations,
 )
 from tfscones.reproduction.plans import (
+    CONFIDENCE,
     DEFAULT_DATA_DIR,
     DEMO,
     G2P,
@@ -112,7 +114,7 @@ def reproduce(
     starts, so a wrong `data_dir` fails at once.
 
     Args:
-        paper: `scones`, `entmax`, `moe` or `demo`.
+        paper: A plan of `tfscones.reproduction.plans.PLANS` (`scones`, `entmax`, `g2p`, ...).
         out_dir: The reproduction folder (shared by the plans: a run two plans use is trained
             once).
         data_dir: The folder holding `multi30k-en-de/` (the `moe` plan uses the bundled corpus).
@@ -141,6 +143,8 @@ def reproduce(
     settings = plan.analysis if settings is None else settings
     _check_run_names(plan, out_dir, only)
     check_outputs(plan, out_dir)
+    if plan.name == CONFIDENCE.name:
+        confidence.check_models(out_dir, only)
     done = []
     if plan.name == SYNTHETIC.name and _pending(plan, out_dir, only, settings):
         temperatures = sorted({run.temperature for run in plan.runs(out_dir)})
@@ -151,8 +155,13 @@ def reproduce(
         run, step = pending[0]
         step.action(run_config(run, out_dir, data_dir, overrides), settings, progress)
         done.append(f"{step.name} {run.name}")
+    config_of = functools.partial(
+        run_config, out_dir=out_dir, data_dir=data_dir, overrides=overrides
+    )
     if plan.name == G2P.name:
-        done += _g2p_ensembles(out_dir, data_dir, overrides, only)
+        done += _g2p_ensembles(out_dir, config_of, only)
+    elif plan.name == CONFIDENCE.name:
+        done += confidence.measure(out_dir, config_of, only)
     elif plan.name in _COMPARISONS and all(
         RunFolder(out_dir / run.name).evaluation.is_file() for run in plan.runs(out_dir)
     ):
@@ -368,7 +377,7 @@ def _demo_table(out_dir: Path) -> dict | None:
 
 
 def _g2p_ensembles(
-    out_dir: Path, data_dir: str, overrides: Sequence[str], only: Sequence[str]
+    out_dir: Path, config_of: Callable[[PlannedRun], ExperimentConfig], only: Sequence[str]
 ) -> list[str]:
     """The G2P plan's ensembles of each chosen recipe's seeds (`tfscones.reproduction.g2p`).
 
@@ -378,9 +387,6 @@ def _g2p_ensembles(
     names = [name for name in only if name in g2p.ensemble_names(out_dir)]
     if only and not names:
         return []
-    config_of = functools.partial(
-        run_config, out_dir=out_dir, data_dir=data_dir, overrides=overrides
-    )
     return g2p.evaluate_ensembles(out_dir, config_of, names)
 
 
@@ -393,6 +399,7 @@ _COMPARISON_READERS = {
     DEMO.name: _demo_table,
     G2P.name: g2p.read_ensembles,
     SYNTHETIC.name: synthetic.read_corpora,
+    CONFIDENCE.name: confidence.read_records,
 }
 
 

@@ -461,6 +461,36 @@ SYNTHETIC_CORPORA = Object(
 )
 """`synthetic/corpora.json`: how the synthetic plan's corpora were made, and their statistics."""
 
+_FIGURE = Nullable(FINITE)  # a correlation of constant numbers has none
+_CORRELATION = Object(
+    {
+        "pearson": _FIGURE,
+        "spearman": _FIGURE,
+        "pearson_interval": ListOf(_FIGURE, least=2),
+        "spearman_interval": ListOf(_FIGURE, least=2),
+        "pairs": COUNT,
+    }
+)
+CONFIDENCE_RECORD = Object(
+    {
+        "test_set": Text(),
+        "head": Text(),
+        "run": Text(),
+        "dropout_passes": COUNT,
+        "report": Object(
+            {
+                "sentences": Number(AT_LEAST_ONE),
+                "mean_chrf": FINITE,
+                "correlation": Object(others=_CORRELATION),
+                "flagging_auroc": Object(others=Number(UNIT_INTERVAL)),
+                "corruption_auroc": Object(others=Object(others=Nullable(Number(UNIT_INTERVAL)))),
+            },
+            optional={"multiref_wins": Number(UNIT_INTERVAL)},
+        ),
+    }
+)
+"""`confidence/<run>.json`: how well one model's confidence predicts quality on its test set."""
+
 EXPECTATIONS = Object(
     others=ListOf(Object({"steps": COUNT, "greedy_bleu": FINITE, "beam4_bleu": FINITE}))
 )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tfscones.evaluation.analysis_report import percent
+from tfscones.reproduction import confidence_report
 from tfscones.reproduction.g2p_report import ensemble_rate, mean_rate
 from tfscones.reproduction.plans import (
     SCONES_ALPHAS,
@@ -80,6 +81,36 @@ def _moe_number(key: Callable[[dict, dict], float]):
         return key(comparison.methods, comparison.experts) if comparison else None
 
     return value
+
+
+def _confidence(figure: Callable[[Path, str], float | None], test_set: str):
+    return lambda records, results_dir: figure(results_dir, test_set)
+
+
+def _confidence_targets(test_set: str, name: str) -> tuple[Target, ...]:
+    """The confidence plan's targets on one test set (ours, not a paper's)."""
+    return (
+        Target(
+            f"Confidence, {name}: SCONES's best measure's Spearman with sentence chrF, minus "
+            "softmax's best (MC dropout included), ≥ 0.05",
+            _confidence(confidence_report.spearman_gain, test_set),
+            lambda v: v >= 0.05,
+            lambda v: f"{v:+.3f}",
+        ),
+        Target(
+            f"Confidence, {name}: those two bootstrap intervals apart (SCONES's lower end minus "
+            "softmax's upper end > 0)",
+            _confidence(confidence_report.interval_gap, test_set),
+            lambda v: v > 0,
+            lambda v: f"{v:+.3f}",
+        ),
+        Target(
+            f"Confidence, {name}: SCONES's AUROC of references against corrupted ones ≥ 0.95",
+            _confidence(confidence_report.corruption_auroc, test_set),
+            lambda v: v >= 0.95,
+            lambda v: f"{v:.3f}",
+        ),
+    )
 
 
 def _method(methods: dict, prefix: str) -> dict:
@@ -164,6 +195,15 @@ TARGETS = (
         ),
         lambda v: v > 0,
         lambda v: f"{v:+.1f}",
+    ),
+    *_confidence_targets("multi30k", "Multi30k"),
+    *_confidence_targets("demo", "demo test set"),
+    Target(
+        "Confidence, multi-reference dev set: with SCONES both references outscore every "
+        "corruption for ≥ 90% of sources",
+        _confidence(confidence_report.multiref_wins, "demo"),
+        lambda v: v >= 0.9,
+        percent,
     ),
 )
 

@@ -28,6 +28,7 @@ from tfscones.models import load_run
 from tfscones.reproduction.plans import (
     CONFIDENCE_HEADS,
     CONFIDENCE_TEST_SETS,
+    MULTIREF_FILE,
     PlannedRun,
     confidence_models,
     finished_results,
@@ -39,7 +40,6 @@ from tfscones.training.config import ExperimentConfig, data_path
 from tfscones.written_aside import write_text_aside
 
 FOLDER = "confidence"
-MULTIREF_FILE = "tfscones:data/demo/multiref-dev.de-en.jsonl"
 # The test set whose models translate the multi-reference set's direction (German→English).
 MULTIREF_TEST_SET = "demo"
 

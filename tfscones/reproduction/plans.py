@@ -54,6 +54,9 @@ MULTI30K_FILES = {
     "test": ("multi30k-en-de/test_2016_flickr.en", "multi30k-en-de/test_2016_flickr.de"),
 }
 DEFAULT_DATA_DIR = "../shared/data"
+# The bundled multi-reference Tatoeba dev set (German→English, two references a source): the
+# moe plan's diversity set and the confidence plan's several-good-translations set.
+MULTIREF_FILE = "tfscones:data/demo/multiref-dev.de-en.jsonl"
 SCONES_ALPHAS = (0.2, 0.5, 1.0)
 SPARSE_SMOOTHING = (0.1, 0.0)
 SPARSE_CONFIGS = {"entmax-1.5": "multi30k_entmax15", "sparsemax": "multi30k_sparsemax"}

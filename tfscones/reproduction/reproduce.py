@@ -66,6 +66,7 @@ from tfscones.reproduction.plans import (
     G2P,
     MOE,
     MOE_EXPERTS,
+    MULTIREF_FILE,
     PLANS,
     SYNTHETIC,
     AnalysisSettings,
@@ -89,7 +90,6 @@ logger = logging.getLogger("reproduce")
 
 TOP_K = 10
 DIVERSITY_STRENGTH = 0.5
-MULTIREF_FILE = "tfscones:data/demo/multiref-dev.de-en.jsonl"
 
 
 def run_config(

@@ -32,3 +32,10 @@ def test_requests_translated_differently_are_counted():
     requests = [tf.constant(["a"]), tf.constant(["b", "c"])]
     signatures = (FakeSignature("A", calls), FakeSignature("B", calls, suffix="!"))
     assert alternate(signatures, requests)[1] == 2
+
+
+def test_a_warm_pass_sends_every_request_to_each_untimed_first():
+    calls = []
+    requests = [tf.constant(["a"]), tf.constant(["b"])]
+    alternate((FakeSignature("A", calls), FakeSignature("B", calls)), requests, warm_pass=True)
+    assert calls == ["A", "A", "B", "B", "A", "B", "B", "A"]

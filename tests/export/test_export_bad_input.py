@@ -32,6 +32,7 @@ SAVEDMODEL_FLAGS = {
     "--max-length-a": "1",
     "--max-length-b": "5",
     "--max-request-gib": "1",
+    "--xla": None,
 }
 
 
@@ -60,7 +61,8 @@ def test_a_savedmodel_flag_is_refused_for_ctranslate2_before_any_model_loads(
 ):
     out = tmp_path / "ct2"
     arguments = ["--run", str(run_dir), "--format", "ctranslate2", "--out", str(out)]
-    message = export_error([*arguments, flag, SAVEDMODEL_FLAGS[flag]])
+    value = [] if SAVEDMODEL_FLAGS[flag] is None else [SAVEDMODEL_FLAGS[flag]]
+    message = export_error([*arguments, flag, *value])
     assert message == f"export error: {flag} is a setting of --format savedmodel, not ctranslate2"
     assert not any(tmp_path.iterdir())
 

@@ -286,6 +286,16 @@ def test_fresh_process_with_only_tensorflow_and_text_loads_and_runs_it(
     export_dir, module, sentences, targets, tmp_path
 ):
     inputs = signature_inputs(sentences, targets, module)
+    result = fresh_process_outputs(export_dir, inputs, tmp_path)
+
+    assert result["unregistered"] == [] and result["imported"] == []
+    assert "SentencepieceDetokenizeOp" in result["ops"]
+    for name, outputs in result["outputs"].items():
+        assert_same_outputs(outputs, module_outputs(module, name, inputs[name]))
+
+
+def fresh_process_outputs(export_dir: Path, inputs: dict, tmp_path: Path) -> dict:
+    """`FRESH_PROCESS`'s result: the SavedModel loaded and run without tfscones."""
     (tmp_path / "inputs.json").write_text(json.dumps(inputs))
     subprocess.run(
         [
@@ -300,12 +310,44 @@ def test_fresh_process_with_only_tensorflow_and_text_loads_and_runs_it(
         env={**os.environ, "PYTHONPATH": "", "TF_CPP_MIN_LOG_LEVEL": "2"},
         timeout=240,
     )
-    result = json.loads((tmp_path / "out.json").read_text())
+    return json.loads((tmp_path / "out.json").read_text())
+
+
+def xla_compiled_functions(export_dir: Path) -> list[str]:
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((export_dir / "saved_model.pb").read_bytes())
+    return [
+        function.signature.name
+        for function in proto.meta_graphs[0].graph_def.library.function
+        if function.attr["_XlaMustCompile"].b
+    ]
+
+
+def test_an_xla_export_runs_without_tfscones_and_translates_as_the_default_one(
+    run_dir, export_dir, module, sentences, targets, tmp_path
+):
+    out = tmp_path / "xla" / "1"
+    export_command.main(
+        ["--run", str(run_dir), "--out", str(out), "--xla", "--beam-size", str(BEAM_SIZE)]
+        + ["--nbest", str(NBEST), "--max-batch-size", str(module.limits.max_batch_size)]
+    )
+    assert json.loads((out / savedmodel.EXPORT_INFO).read_text())["xla"] is True
+    assert xla_compiled_functions(out) and not xla_compiled_functions(export_dir)
+    inputs = signature_inputs(sentences, targets, module)
+    result = fresh_process_outputs(out, inputs, tmp_path)
 
     assert result["unregistered"] == [] and result["imported"] == []
-    assert "SentencepieceDetokenizeOp" in result["ops"]
     for name, outputs in result["outputs"].items():
-        assert_same_outputs(outputs, module_outputs(module, name, inputs[name]))
+        expected = module_outputs(module, name, inputs[name])
+        for key in ("token_confidence", "ids"):
+            # Under XLA a translation's tokens fill max_output_tokens columns, PAD after the end.
+            if key in expected and name != "score":
+                compiled = np.asarray(outputs[key])
+                width = expected[key].shape[-1]
+                assert compiled.shape[-1] == module.limits.max_output_tokens
+                assert not compiled[..., width:].any()
+                outputs[key] = compiled[..., :width]
+        assert_same_outputs(outputs, expected)
 
 
 def test_saved_model_cli_shows_and_runs_the_signatures(export_dir, module, sentences):

@@ -3,6 +3,7 @@ r"""Export a trained model as a SavedModel that stock TF Serving runs, or for CT
     tfscones export --run runs/demo-scones-a0.5 --out exports/demo/1
     tfscones export --checkpoint model.keras --spm spm.model --out exports/demo/2 \\
         --beam-size 8 --nbest 4 --max-batch-size 32
+    tfscones export --run runs/demo-scones-a0.5 --xla --out exports/demo/3
     tfscones export --run runs/demo-scones-a0.5 --format ctranslate2 --quantization int8 \\
         --out ct2/demo-scones
 
@@ -57,6 +58,16 @@ class FormatSetting(argparse.Action):
         }
 
 
+class FormatFlag(FormatSetting):
+    """A `FormatSetting` that takes no value: False unless given, True when given."""
+
+    def __init__(self, option_strings, dest, formats: tuple[str, ...], **options):
+        super().__init__(option_strings, dest, formats, nargs=0, default=False, **options)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, True, option_string)
+
+
 def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """Command-line arguments."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
@@ -87,6 +98,12 @@ def parse_arguments(argv: list[str] | None = None, prog: str | None = None) -> a
     )
     search.add_argument(
         "--length-penalty", type=in_range(LENGTH_PENALTY), default=0.0, **savedmodel_only
+    )
+    search.add_argument(
+        "--xla",
+        action=FormatFlag,
+        formats=SAVEDMODEL,
+        help="compile the searches with XLA (TF Serving: --xla_cpu_compilation_enabled=true)",
     )
     limits = parser.add_argument_group("request limits (SavedModel)")
     limits.add_argument(
@@ -175,7 +192,7 @@ def _settings(arguments: argparse.Namespace) -> ExportSettings:
         max_request_bytes=round(arguments.max_request_gib * 2**30),
     )
     searches = standard_searches(arguments.beam_size, arguments.nbest, arguments.length_penalty)
-    return ExportSettings(searches, limits)
+    return ExportSettings(searches, limits, xla=arguments.xla)
 
 
 def export(arguments: argparse.Namespace) -> dict:

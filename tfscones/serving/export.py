@@ -13,8 +13,9 @@ The folder is claimed before the model loads, so a second export into it is refu
 The SavedModel holds the signatures of `TranslationModule` (one per search, by default
 `translate`, the default, `translate_beam` and `nbest`; then `translate_ids` and `score`) with
 SentencePiece inside the graph; loading it needs only TensorFlow and tensorflow-text.
-`assets.extra/tfscones_export.json` records the signatures, their searches and the request
-limits.
+`assets.extra/tfscones_export.json` records the signatures, their searches, the request
+limits and whether the searches are compiled with XLA (`ExportSettings.xla`; TF Serving then
+needs `--xla_cpu_compilation_enabled=true`).
 """
 
 from __future__ import annotations
@@ -67,10 +68,13 @@ class ExportSettings:
         searches: Signature names and their searches, the default signature first (None:
             `standard_searches()`: greedy `translate`, beam-4 `translate_beam` and `nbest`).
         limits: The request limits (`tfscones.serving.module.RequestLimits`).
+        xla: Whether the searches run compiled with XLA (`TranslationModule(jit_compile=True)`):
+            TF Serving must then be started with `--xla_cpu_compilation_enabled=true`.
     """
 
     searches: Mapping[str, Search] | None = None
     limits: RequestLimits = RequestLimits()
+    xla: bool = False
 
 
 def input_files(
@@ -152,7 +156,12 @@ def build_module(settings: ExportSettings, checkpoint: Path, spm: Path) -> Trans
         raise ExportError(str(error)) from None
     try:
         return TranslationModule(
-            model, tokenizer, settings.searches, settings.limits, freeze_step_weights=True
+            model,
+            tokenizer,
+            settings.searches,
+            settings.limits,
+            freeze_step_weights=True,
+            jit_compile=settings.xla,
         )
     except ValueError as error:
         raise ExportError(str(error)) from None
@@ -295,6 +304,7 @@ def export_info(module: TranslationModule) -> dict:
         "limits": dataclasses.asdict(module.limits),
         "vocabulary_size": module.tokenizer.vocab_size,
         "head": type(module.model.head).__name__,
+        "xla": module.jit_compile,
     }
 
 

@@ -43,6 +43,16 @@ Request limits (`RequestLimits`), fixed when the module is built:
   (2 GiB by default, stated in the export's info); larger settings are refused when the module
   is built, so no request can ask for more.
 
+XLA (`jit_compile=True`, `tfscones export --xla`): every search runs inside a
+`tf.function(jit_compile=True)` on the request's source ids padded with PAD to a multiple of 8
+tokens (at most `max_source_tokens`), so XLA compiles once per batch size and source-length
+bucket: the first request of each shape waits for its compilation (seconds), later ones run
+the compiled search. Its outputs equal the uncompiled module's up to
+float32 rounding; the per-token outputs (`token_confidence`, `translate_ids`'s `ids`) then have
+`max_output_tokens` columns, 0 (PAD) after each translation's end. TF Serving runs such a
+SavedModel only when started with `--xla_cpu_compilation_enabled=true` on CPUs; tokenising,
+`score` and the checks run outside XLA as in the default export.
+
 Defined results for odd inputs: invalid UTF-8 is repaired first (each bad byte sequence becomes
 U+FFFD), so it tokenises like any text; an empty or whitespace-only source translates to the
 empty string with score 0 in every signature, as in `tfscones translate` and the library
@@ -60,7 +70,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import tensorflow as tf
@@ -73,6 +83,7 @@ from tfscones.decoding.common import OutputLimits
 from tfscones.decoding.registry import NBest
 from tfscones.decoding.scoring import teacher_forced
 from tfscones.decoding.search import Search
+from tfscones.decoding.translate import SOURCE_LENGTH_MULTIPLE
 
 DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_REQUEST_BYTES = 2 * 2**30
@@ -245,6 +256,9 @@ class TranslationModule(tf.Module):
             (`export_run` does this: greedy search on one sentence runs about 1.1x faster for
             the small preset). The model's weights must not change
             afterwards, or the searches use stale copies.
+        jit_compile: Whether the searches run compiled with XLA, on sources padded to a
+            multiple of 8 tokens (see the module docstring; `export_run` does this for
+            `ExportSettings(xla=True)`).
         name: Name of the module.
 
     Raises:
@@ -262,6 +276,7 @@ class TranslationModule(tf.Module):
         searches: Mapping[str, Search] | None = None,
         limits: RequestLimits | None = None,
         freeze_step_weights: bool = False,
+        jit_compile: bool = False,
         name: str = "translation",
     ):
         super().__init__(name=name)
@@ -281,6 +296,8 @@ class TranslationModule(tf.Module):
         )
         self.limits.check_memory(model, rows)
         self.tokenizer = tokenizer
+        self.jit_compile = jit_compile
+        self._greedy = self._decoder(Search(limits=self.limits.output))
         for signature, search in self.searches.items():
             setattr(self, signature, self._search_signature(search))
 
@@ -318,14 +335,32 @@ class TranslationModule(tf.Module):
             checked[signature] = search.with_limits(self.limits.output)
         return checked
 
+    def _decoder(self, search: Search) -> Callable[[tf.Tensor], NBest]:
+        """`search.decode` on the module's model: as it is, or compiled with XLA.
+
+        Under `jit_compile`, the source ids are padded to a multiple of
+        `SOURCE_LENGTH_MULTIPLE` tokens (at most `max_source_tokens`) before the compiled
+        search, so that XLA compiles for few shapes.
+        """
+        if not self.jit_compile:
+            return lambda source_ids: search.decode(self.decoding_model, source_ids)
+        compiled = tf.function(
+            lambda source_ids: search.decode(self.decoding_model, source_ids, jit_compile=True),
+            jit_compile=True,
+            autograph=False,
+        )
+        width_limit = self.limits.max_source_tokens
+        return lambda source_ids: compiled(_padded_to_bucket(source_ids, width_limit))
+
     def _search_signature(self, search: Search) -> tf.types.experimental.PolymorphicFunction:
         """A signature running `search` on strings (see the class docstring for its outputs)."""
         single = search.hypotheses(self.decoding_model) == 1
+        decode = self._decoder(search)
 
         @tf.function(input_signature=[_STRINGS], autograph=False)
         def signature(source: tf.Tensor) -> dict[str, tf.Tensor]:
             sources = self._source_ids(_of_rank(source, "source", 1))
-            output = search.decode(self.decoding_model, sources.ids)
+            output = decode(sources.ids)
             if single:
                 output = NBest(*(tensor[:, 0] for tensor in output))
             return {
@@ -350,13 +385,14 @@ class TranslationModule(tf.Module):
                 exceed `max_source_tokens`, and every id must be in the vocabulary.
 
         Returns:
-            `ids` int32 `[batch, max_output_tokens]` (EOS included, then PAD), `lengths` int32
+            `ids` int32 `[batch, T]` (EOS included, then PAD; `T` at most
+            `max_output_tokens`, exactly that under XLA), `lengths` int32
             `[batch]` (tokens produced, EOS included) and `scores` float32 `[batch]`.
         """
         source_ids = _of_rank(source_ids, "source_ids", 2)
         with tf.control_dependencies(self._check_ids(source_ids)):
             source_ids = _cut_after_end(source_ids)
-        output = Search(limits=self.limits.output).decode(self.decoding_model, source_ids)
+        output = self._greedy(source_ids)
         return {
             "ids": output.ids[:, 0],
             "lengths": output.lengths[:, 0],
@@ -529,6 +565,18 @@ def _clean_text(strings: tf.Tensor, limits: RequestLimits) -> tuple[tf.Tensor, t
     limit = limits.max_source_characters
     cut = tf.strings.length(valid, unit="UTF8_CHAR") > limit
     return tf.strings.substr(valid, 0, limit, unit="UTF8_CHAR"), cut
+
+
+def _padded_to_bucket(source_ids: tf.Tensor, width_limit: int) -> tf.Tensor:
+    """`source_ids` padded with PAD to a multiple of `SOURCE_LENGTH_MULTIPLE` columns.
+
+    At most `width_limit` columns (the model reads no more), so a source of the full length
+    keeps its own width.
+    """
+    width = tf.shape(source_ids)[1]
+    buckets = (width + SOURCE_LENGTH_MULTIPLE - 1) // SOURCE_LENGTH_MULTIPLE
+    padded = tf.minimum(buckets * SOURCE_LENGTH_MULTIPLE, tf.maximum(width, width_limit))
+    return tf.pad(source_ids, [[0, 0], [0, padded - width]], constant_values=PAD_ID)
 
 
 def _cut_after_end(source_ids: tf.Tensor) -> tf.Tensor:

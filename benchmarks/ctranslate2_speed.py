@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import tempfile
 from pathlib import Path
@@ -188,21 +189,37 @@ class Exports(NamedTuple):
         savedmodel: The SavedModel's folder (`BEAM_SIZE` beams).
         ctranslate2: The CTranslate2 export's folder (float32).
         limits: The SavedModel's request limits, as `RequestLimits.to_dict` writes them.
+        savedmodel_xla: The SavedModel exported with its searches compiled by XLA, if asked for.
     """
 
     savedmodel: Path
     ctranslate2: Path
     limits: dict
+    savedmodel_xla: Path | None = None
 
 
-def export_both(run: Path, folder: Path, limits: RequestLimits | None = None) -> Exports:
-    """The run exported under `folder` as a SavedModel (with `limits`) and for CTranslate2."""
+def export_both(
+    run: Path, folder: Path, limits: RequestLimits | None = None, xla: bool = False
+) -> Exports:
+    """The run exported under `folder` as a SavedModel (with `limits`) and for CTranslate2.
+
+    With `xla`, also as a SavedModel whose searches XLA compiles (`tfscones export --xla`).
+    """
     settings = ExportSettings(
         standard_searches(beam_size=BEAM_SIZE, nbest=1), limits or RequestLimits()
     )
     info = export_run(folder / "savedmodel" / "1", run=run, settings=settings)
     model_dir = export_ctranslate2(folder / "ctranslate2", run=run)["path"]
-    return Exports(Path(info["path"]), Path(model_dir), info["limits"])
+    compiled = None
+    if xla:
+        compiled_settings = dataclasses.replace(settings, xla=True)
+        compiled = export_run(folder / "savedmodel-xla" / "1", run=run, settings=compiled_settings)
+    return Exports(
+        Path(info["path"]),
+        Path(model_dir),
+        info["limits"],
+        Path(compiled["path"]) if compiled else None,
+    )
 
 
 def build_decoder(name: str, exports: Exports, threads: int):

@@ -16,7 +16,8 @@ core). `ctranslate2`: tfscones's float32 `CTranslate2Translator` with `--threads
 
 Jobs come on standard input, one JSON object a line (`requests`, `beam_size`, `clients`,
 `max_requests`, `max_seconds`); for each, after one untimed warm-up request of each request
-size, `benchmarks.load_generator.drive_load` drives the engine in this process and one line
+size (`--warm-every-request`: every request once, for an XLA export, which compiles once per
+shape), `benchmarks.load_generator.drive_load` drives the engine in this process and one line
 `RESULT {json}` goes to standard output: the `LoadResult`'s fields and `peak_bytes`, the
 process's peak resident memory so far. The process ends when its input does.
 """
@@ -90,11 +91,20 @@ class CTranslate2Server:
         return [output.text for output in self.translator.translate(sentences, beam_size)]
 
 
-def serve(server, job: dict) -> dict:
-    """One job's load on `server`, after a warm-up request of each size: the result's fields."""
+def serve(server, job: dict, warm_every_request: bool = False) -> dict:
+    """One job's load on `server`, after warm-up requests: the result's fields.
+
+    The warm-up is one request of each size, or every request once (`warm_every_request`: an
+    XLA export compiles once per request shape, which a server does once and for all).
+    """
     requests, beam_size = job["requests"], job["beam_size"]
-    for size in sorted({len(request) for request in requests}):
-        server.translate(next(r for r in requests if len(r) == size), beam_size)
+    if warm_every_request:
+        warm_ups = requests
+    else:
+        sizes = sorted({len(request) for request in requests})
+        warm_ups = [next(r for r in requests if len(r) == size) for size in sizes]
+    for request in warm_ups:
+        server.translate(request, beam_size)
     result = drive_load(
         lambda request: server.translate(request, beam_size),
         requests,
@@ -112,6 +122,11 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--side-by-side", type=int, required=True)
     parser.add_argument("--limits", type=json.loads, default=None, help="CTranslate2's limits")
+    parser.add_argument(
+        "--warm-every-request",
+        action="store_true",
+        help="send every request of a job once, untimed, first (an XLA export)",
+    )
     return parser.parse_args(argv)
 
 
@@ -124,7 +139,8 @@ def main(argv=None) -> None:
             arguments.export_dir, arguments.threads, arguments.side_by_side, arguments.limits
         )
     for line in sys.stdin:
-        print(RESULT_PREFIX + json.dumps(serve(server, json.loads(line))), flush=True)
+        result = serve(server, json.loads(line), arguments.warm_every_request)
+        print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

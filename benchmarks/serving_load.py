@@ -5,21 +5,25 @@
         --sentences ../shared/data/multi30k-en-de/test_2016_flickr.en
 
 The run's model is exported as our SavedModel (4 beams) and for CTranslate2, as
-`benchmarks.ctranslate2_speed` exports it. Each engine setting gets a fresh process of its own,
-as a server would (`benchmarks.load_server`): the SavedModel loaded by `tf.saved_model.load`
-in a process that imports TensorFlow and tensorflow-text and nothing of tfscones, with
+`benchmarks.ctranslate2_speed` exports it; with `--xla`, also as a SavedModel whose searches
+XLA compiles (`tfscones export --xla`), served at the same thread settings and warmed with every
+request once, as it compiles once per request shape. Each engine setting gets a fresh process
+of its own, as a server would (`benchmarks.load_server`): the SavedModel loaded by
+`tf.saved_model.load` in a process that imports TensorFlow and tensorflow-text and nothing of
+tfscones, with
 `--threads` intra-op threads and `--inter-op` inter-op threads (0, TF Serving's default:
 TensorFlow chooses, one per core); CTranslate2 with each `--ctranslate2 THREADSxWORKERS`
 (`intra_threads` x `inter_threads`). In that process `--clients` concurrent clients
 (`benchmarks.load_generator`, threads of the serving process, closed loop: each sends its
 next request once its last is answered) send the sentences in file order, in requests of each
-`--batch-sizes` size, after one warm-up request, until `--requests` requests or `--seconds`
-seconds, whichever comes first.
+`--batch-sizes` size, after one warm-up request of each size, until `--requests` requests or
+`--seconds` seconds, whichever comes first.
 
 Per row: sentences/s, the 50th and 99th percentile of the requests' latency, their ratio, and
 the process's peak resident memory so far (its largest load yet, as servers are sized).
 Then the targets' ratios: the SavedModel's throughput at 2 threads over 1 thread, per client
-count, and the SavedModel's over CTranslate2 float32's at the same threads per request.
+count, the SavedModel's over CTranslate2 float32's at the same threads per request, and the XLA
+export's over the default export's.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from tfscones.data.text_lines import read_lines
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SAVEDMODEL = "SavedModel"
+SAVEDMODEL_XLA = "SavedModel XLA"
 CTRANSLATE2 = "CTranslate2"
 MEBIBYTE = 2**20
 
@@ -50,7 +55,8 @@ class EngineSetting(NamedTuple):
     """One engine's thread settings.
 
     Attributes:
-        engine: `SAVEDMODEL` or `CTRANSLATE2`.
+        engine: `SAVEDMODEL`, `SAVEDMODEL_XLA` (its searches compiled by XLA) or
+            `CTRANSLATE2`.
         threads: Threads one request's ops run on (intra-op; CTranslate2's `intra_threads`).
         side_by_side: Inter-op threads (0: TensorFlow chooses), or CTranslate2's workers.
     """
@@ -61,7 +67,7 @@ class EngineSetting(NamedTuple):
 
     def label(self) -> str:
         """`SavedModel 2 x inter-op 0`, `CTranslate2 1 x 2 workers`."""
-        if self.engine == SAVEDMODEL:
+        if self.engine != CTRANSLATE2:
             return f"{self.engine} {self.threads} x inter-op {self.side_by_side}"
         return f"{self.engine} {self.threads} x {self.side_by_side} workers"
 
@@ -75,14 +81,16 @@ class LoadServer:
     """
 
     def __init__(self, setting: EngineSetting, exports: Exports):
-        engine, folder = (
-            (load_server.SAVEDMODEL, exports.savedmodel)
-            if setting.engine == SAVEDMODEL
-            else (load_server.CTRANSLATE2, exports.ctranslate2)
-        )
+        engine, folder = {
+            SAVEDMODEL: (load_server.SAVEDMODEL, exports.savedmodel),
+            SAVEDMODEL_XLA: (load_server.SAVEDMODEL, exports.savedmodel_xla),
+            CTRANSLATE2: (load_server.CTRANSLATE2, exports.ctranslate2),
+        }[setting.engine]
         command = [sys.executable, "-m", "benchmarks.load_server", engine, str(folder)]
         command += ["--threads", str(setting.threads), "--side-by-side", str(setting.side_by_side)]
         command += ["--limits", json.dumps(exports.limits)]
+        if setting.engine == SAVEDMODEL_XLA:
+            command.append("--warm-every-request")
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -158,26 +166,34 @@ def print_table(results: dict[tuple, tuple[LoadResult, int]]) -> None:
 
 
 def print_ratios(results: dict[tuple, tuple[LoadResult, int]]) -> None:
-    """The SavedModel at 2 threads over 1, and over CTranslate2 float32 at the same threads."""
+    """Each SavedModel at 2 threads over 1, and over CTranslate2 float32 at the same threads.
+
+    An XLA export's is also set beside the default export's at the same settings.
+    """
     throughput = {key: result.sentences_per_second for key, (result, _) in results.items()}
     print()
     for (setting, *cell), value in throughput.items():
-        if setting.engine != SAVEDMODEL:
+        if setting.engine == CTRANSLATE2:
             continue
         where = f"{search_name(cell[0])}, batch {cell[1]}, {cell[2]} client(s)"
         one_thread = throughput.get((setting._replace(threads=1), *cell))
         if setting.threads == 2 and one_thread:
             print(f"{setting.label()} / 1 thread, {where}: {value / one_thread:.2f}x")
+        uncompiled = throughput.get((setting._replace(engine=SAVEDMODEL), *cell))
+        if setting.engine == SAVEDMODEL_XLA and uncompiled:
+            print(f"{setting.label()} / without XLA, {where}: {value / uncompiled:.2f}x")
         for (peer, *peer_cell), peer_value in throughput.items():
             if peer.engine == CTRANSLATE2 and peer.threads == setting.threads and peer_cell == cell:
                 print(f"{setting.label()} / {peer.label()}, {where}: {value / peer_value:.2f}x")
 
 
 def engine_settings(arguments) -> list[EngineSetting]:
-    """The SavedModel's settings, then CTranslate2's, as the flags give them."""
+    """The SavedModel's settings (then its XLA export's, with `--xla`), then CTranslate2's."""
+    engines = (SAVEDMODEL, SAVEDMODEL_XLA) if arguments.xla else (SAVEDMODEL,)
     return [
         *(
-            EngineSetting(SAVEDMODEL, threads, inter_op)
+            EngineSetting(engine, threads, inter_op)
+            for engine in engines
             for threads in arguments.threads
             for inter_op in arguments.inter_op
         ),
@@ -231,6 +247,12 @@ def parse_arguments(argv=None) -> argparse.Namespace:
         default=[(1, 1), (2, 1), (1, 2)],
         help="CTranslate2 settings, THREADSxWORKERS (none: SavedModel only)",
     )
+    parser.add_argument(
+        "--xla",
+        action="store_true",
+        help="also the SavedModel exported with --xla, at the same threads (warmed on every "
+        "request: it compiles once per shape)",
+    )
     parser.add_argument("--requests", type=positive_int, default=2000, help="most requests a row")
     parser.add_argument("--seconds", type=positive_int, default=20, help="most seconds a row")
     arguments = parser.parse_args(argv)
@@ -248,7 +270,7 @@ def main(argv=None) -> None:
         "after one warm-up request of each size"
     )
     with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
-        exports = export_both(arguments.run, Path(folder))
+        exports = export_both(arguments.run, Path(folder), xla=arguments.xla)
         servers = {
             setting: stack.enter_context(LoadServer(setting, exports))
             for setting in engine_settings(arguments)

@@ -11,13 +11,14 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from benchmarks import serving_load
 from benchmarks.load_generator import LoadResult, drive_load
-from benchmarks.serving_load import CTRANSLATE2, SAVEDMODEL, EngineSetting
+from benchmarks.serving_load import CTRANSLATE2, SAVEDMODEL, SAVEDMODEL_XLA, EngineSetting
 from tests.export.conftest import demo_sentences
 from tfscones.serving import RequestLimits, export_run, standard_searches
 from tfscones.serving.export import ExportSettings
@@ -130,6 +131,38 @@ def test_ratios_set_two_threads_beside_one_and_beside_ctranslate2_at_the_same_th
     ]
 
 
+def test_an_xla_export_is_set_beside_the_default_export_and_ctranslate2(capsys):
+    def result(sentences_per_second):
+        return LoadResult(10, int(10 * sentences_per_second), 10.0, (0.1,) * 10), 2**20
+
+    default, compiled = EngineSetting(SAVEDMODEL, 1, 2), EngineSetting(SAVEDMODEL_XLA, 1, 2)
+    results = {
+        (default, 1, 1, 2): result(10),
+        (compiled, 1, 1, 2): result(25),
+        (EngineSetting(CTRANSLATE2, 1, 2), 1, 1, 2): result(20),
+    }
+    serving_load.print_ratios(results)
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "SavedModel 1 x inter-op 2 / CTranslate2 1 x 2 workers, greedy, batch 1, 2 client(s): "
+        "0.50x",
+        "SavedModel XLA 1 x inter-op 2 / without XLA, greedy, batch 1, 2 client(s): 2.50x",
+        "SavedModel XLA 1 x inter-op 2 / CTranslate2 1 x 2 workers, greedy, batch 1, "
+        "2 client(s): 1.25x",
+    ]
+
+
+def test_the_xla_settings_repeat_the_savedmodels_thread_settings():
+    arguments = SimpleNamespace(xla=True, threads=[1, 2], inter_op=[2], ctranslate2=[(1, 2)])
+    settings = serving_load.engine_settings(arguments)
+    assert [(s.engine, s.threads, s.side_by_side) for s in settings] == [
+        (SAVEDMODEL, 1, 2),
+        (SAVEDMODEL, 2, 2),
+        (SAVEDMODEL_XLA, 1, 2),
+        (SAVEDMODEL_XLA, 2, 2),
+        (CTRANSLATE2, 1, 2),
+    ]
+
+
 @pytest.fixture(scope="module")
 def softmax_run(tiny_runs) -> Path:
     """An untrained tiny softmax run folder."""
@@ -175,10 +208,11 @@ def test_the_benchmark_prints_a_row_per_setting_search_batch_and_clients(softmax
     serving_load.main(
         ["--run", str(softmax_run), "--sentences", str(sentences), "--clients", "1", "2"]
         + ["--batch-sizes", "1", "4", "--beam-sizes", "1", "4", "--threads", "1", "2"]
-        + ["--ctranslate2", "1x2", "--requests", "6", "--seconds", "30"]
+        + ["--ctranslate2", "1x2", "--requests", "6", "--seconds", "30", "--xla"]
     )
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    assert (
-        len(rows) == 1 + 3 * 2 * 2 * 2
-    )  # the header, then settings x searches x batches x clients
+    # The header, then settings (2 SavedModel, 2 of its XLA export, 1 CTranslate2) x searches x
+    # batches x clients.
+    assert len(rows) == 1 + 5 * 2 * 2 * 2
+    assert sum(row.startswith("| SavedModel XLA ") for row in rows) == 2 * 2 * 2 * 2
     assert all(row.split(" | ")[4] == "6" for row in rows[1:])  # each row's requests: the bound

@@ -47,11 +47,11 @@ XLA (`jit_compile=True`, `tfscones export --xla`): every search runs inside a
 `tf.function(jit_compile=True)` on the request's source ids padded with PAD to a multiple of 8
 tokens (at most `max_source_tokens`), so XLA compiles once per batch size and source-length
 bucket: the first request of each shape waits for its compilation (seconds), later ones run
-the compiled search. Its outputs equal the uncompiled module's up to
-float32 rounding; the per-token outputs (`token_confidence`, `translate_ids`'s `ids`) then have
-`max_output_tokens` columns, 0 (PAD) after each translation's end. TF Serving runs such a
-SavedModel only when started with `--xla_cpu_compilation_enabled=true` on CPUs; tokenising,
-`score` and the checks run outside XLA as in the default export.
+the compiled search. Its outputs equal the uncompiled module's up to float32 rounding; the
+per-token outputs (`token_confidence`, `translate_ids`'s `ids`) then have `max_output_tokens`
+columns, 0 (PAD) after each translation's end. TF Serving runs such a SavedModel only when
+started with `--xla_cpu_compilation_enabled=true` on CPUs; tokenising, `score` and the checks
+run outside XLA as in the default export.
 
 Defined results for odd inputs: invalid UTF-8 is repaired first (each bad byte sequence becomes
 U+FFFD), so it tokenises like any text; an empty or whitespace-only source translates to the

@@ -323,6 +323,7 @@ def xla_compiled_functions(export_dir: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # XLA compiles every search, then a fresh process: about a minute
 def test_an_xla_export_runs_without_tfscones_and_translates_as_the_default_one(
     run_dir, export_dir, module, sentences, targets, tmp_path
 ):
